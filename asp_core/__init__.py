@@ -1,0 +1,22 @@
+"""asp_core: the generic core of a SEJITS framework (Selective Embedded JIT Specialization).
+
+Modules, each with one job:
+
+* ``frontend``: a Python function -> its AST (positions in the user's file) and free variables
+* ``dast``: the frozen node base for domain ASTs; ``visitors``: visitors and transformers
+* ``templates``: the Mako template lookup; ``cache``: stable keys and the on-disk cache
+* ``backends``: C (codepy + cffi), nvcc, CUDA (pycuda), host emulation of CUDA launches
+* ``signature``: argument signatures; ``config``: settings from the environment
+* ``platform``: cores, compilers, OpenMP, GPUs; ``specializer``: dispatch and fallback
+
+Importing the package does no work: nothing is compiled, probed or read until used.
+"""
+
+from .errors import (AspError, BackendUnavailable, CacheError, CompileError, SourceLocation,
+                     SpecializationError, UnsupportedConstruct)
+from .version import VERSION
+
+__version__ = VERSION
+
+__all__ = ["AspError", "BackendUnavailable", "CacheError", "CompileError", "SourceLocation",
+           "SpecializationError", "UnsupportedConstruct", "VERSION", "__version__"]

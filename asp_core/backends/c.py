@@ -1,0 +1,345 @@
+"""C backend: compiler discovery, OpenMP probe, shared-library build and cffi loading.
+
+Compiler discovery goes through codepy: its guessed toolchain is the C++ compiler Python was
+built with, so we keep codepy's toolchain object but point it at a C compiler (``ASP_CC``,
+``$CC`` or ``gcc``) with our own flags. The toolchain is made only to build: loading a cached
+library needs the compiler's version line for the key, kept on disk per compiler binary. Generated code is C11 built with ``-fwrapv`` (signed
+integer overflow wraps, as NumPy's fixed-width integers do) and ``-fno-math-errno``.
+
+codepy's own ``build_extension`` prints compiler errors to the terminal instead of returning
+them, so we run the command line ourselves and put the compiler's output in ``CompileError``.
+
+Libraries are loaded with cffi in ABI mode (``ffi.dlopen``): no Python headers are needed. The
+cdef comes from the C function signature and is stored pre-parsed next to the library (cffi's
+out-of-line ABI mode), so a cached load does not import cffi's C parser. Array parameters are
+``void *`` on the Python side and receive a NumPy array's buffer without a copy
+(``array_pointer``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..cache import DiskCache, disk_cache, stable_key
+from ..config import DEFAULT_CFLAGS
+from ..errors import BackendUnavailable, CompileError, SourceLocation
+
+# Flags that fix the meaning of generated code; optimization flags are configurable on top.
+SEMANTIC_FLAGS = {
+    "c": ("-std=gnu11", "-fPIC", "-fwrapv", "-fno-math-errno",
+          "-ffp-contract=off"),
+    "c++": ("-x", "c++", "-std=gnu++17", "-fPIC", "-fwrapv", "-fno-math-errno",
+          "-ffp-contract=off"),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class CCompiler:
+    """A compiler, its version line (for cache keys) and its flags.
+
+    Compared by identity: ``find_c_compiler`` returns one object per setting. The codepy
+    toolchain that composes the command line is made only when something is built, so that
+    loading a cached library never imports codepy or runs the compiler.
+    """
+
+    cc: str
+    version: str
+    cflags: tuple[str, ...]
+    language: str = "c"
+
+    def abi_id(self) -> tuple:
+        """What identifies the machine code this compiler produces (for cache keys)."""
+        return (self.cc, self.version, self.cflags, self.language)
+
+    @functools.cached_property
+    def toolchain(self) -> Any:
+        """codepy's toolchain for this compiler (its guess, pointed at our compiler and flags)."""
+        from codepy.toolchain import GCCToolchain, ToolchainGuessError, guess_toolchain
+
+        fields = dict(cc=self.cc, ld=self.cc, cflags=list(self.cflags), ldflags=["-shared"],
+                      libraries=["m"], include_dirs=[], library_dirs=[], defines=[],
+                      undefines=[], features=set())
+        try:
+            # Keep codepy's idea of the platform (file suffixes); replace the C++ compiler it
+            # guessed, and Python's own build flags, which a cffi-loaded library does not need.
+            return dataclasses.replace(guess_toolchain(), **fields)
+        except ToolchainGuessError:
+            return GCCToolchain(so_ext=".so", o_ext=".o", **fields)
+
+    def command(self, sources: Sequence[str], output: str, extra: Sequence[str] = ()) -> list[str]:
+        """The command line that builds ``sources`` into the shared library ``output``."""
+        tc = self.toolchain
+        return ([tc.cc, *tc.cflags, *extra, *tc.ldflags]
+                + [f"-D{d}" for d in tc.defines]
+                + [f"-I{d}" for d in tc.include_dirs]
+                + list(sources) + ["-o", output]
+                + [f"-L{d}" for d in tc.library_dirs]
+                + [f"-l{lib}" for lib in tc.libraries])
+
+
+@functools.lru_cache(maxsize=None)
+def find_c_compiler(cc: str | None = None, cflags: tuple[str, ...] = DEFAULT_CFLAGS,
+                    language: str = "c") -> CCompiler:
+    """A compiler for ``language`` ("c" or "c++") with ``cflags`` for optimization.
+
+    Raises ``BackendUnavailable`` if the compiler is missing.
+    """
+    name = cc or ("gcc" if language == "c" else "g++")
+    path = shutil.which(name)
+    if path is None:
+        raise BackendUnavailable(f"no C compiler: '{name}' is not on PATH (set ASP_CC or CC)")
+    return CCompiler(cc=path, version=compiler_version(path),
+                     cflags=(*SEMANTIC_FLAGS[language], *cflags), language=language)
+
+
+def compiler_version(path: str) -> str:
+    """The first line of ``path --version``, remembered on disk per compiler binary.
+
+    The binary's real path, size and modification time identify it, so a new process needs no
+    compiler run to name the compiler in a cache key, and an upgraded compiler is asked again.
+    """
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    cache = disk_cache(_config_cache_dir())
+    key = stable_key("compiler-version", real, st.st_size, st.st_mtime_ns)
+
+    def build(folder: Path) -> None:
+        try:
+            proc = subprocess.run([path, "--version"], capture_output=True, text=True, check=True)
+            version = proc.stdout.splitlines()[0]
+        except (OSError, subprocess.CalledProcessError, IndexError) as exc:
+            raise BackendUnavailable(f"compiler '{path}' does not answer --version: {exc}") from exc
+        (folder / "version.txt").write_text(version)
+
+    return (cache.entry(key, build) / "version.txt").read_text()
+
+
+def default_compiler() -> CCompiler:
+    from ..config import current
+
+    cfg = current()
+    return find_c_compiler(cfg.cc, cfg.cflags)
+
+
+def run_compiler(command: list[str], source_path: Path, what: str) -> None:
+    """Run a compiler command; raise ``CompileError`` with its output if it fails."""
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True)
+    except OSError as exc:
+        raise BackendUnavailable(f"cannot run {command[0]}: {exc}") from exc
+    if proc.returncode != 0:
+        output = (proc.stdout + proc.stderr).strip()
+        raise CompileError(f"{what} failed (exit status {proc.returncode})",
+                           _first_error_location(output, source_path),
+                           command=tuple(command), output=output)
+
+
+def _first_error_location(output: str, source_path: Path) -> SourceLocation:
+    """Where the first error is, in gcc's (file:line:col: error) or nvcc's (file(line): error) form."""
+    patterns = (r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error",
+                r"^(?P<file>[^(\n]+)\((?P<line>\d+)\): (?:catastrophic )?error")
+    for pattern in patterns:
+        match = re.search(pattern, output, re.M)
+        if match:
+            col = match.groupdict().get("col")
+            return SourceLocation(match["file"], int(match["line"]), int(col or 0))
+    return SourceLocation(str(source_path), 0)
+
+
+_OPENMP_PROBE = """\
+#include <omp.h>
+int asp_openmp_probe(void) {
+    int n = 0;
+    #pragma omp parallel reduction(+:n)
+    n += 1;
+    return n + omp_get_max_threads() * 0;
+}
+"""
+
+
+def openmp_flags(compiler: CCompiler | None = None, cache: DiskCache | None = None
+                 ) -> tuple[str, ...] | None:
+    """The flags that enable OpenMP with this compiler, or None if it has no OpenMP.
+
+    Probed once per compiler and remembered on disk, so a new process does not compile again.
+    """
+    compiler = compiler or default_compiler()
+    cache = cache or disk_cache(_config_cache_dir())
+    return _openmp_flags(compiler, cache)
+
+
+@functools.lru_cache(maxsize=None)
+def _openmp_flags(compiler: CCompiler, cache: DiskCache) -> tuple[str, ...] | None:
+    flags = ("-fopenmp",)
+    key = stable_key("openmp-probe", compiler.abi_id(), flags)
+
+    def build(folder: Path) -> None:
+        src = folder / "probe.c"
+        src.write_text(_OPENMP_PROBE)
+        try:
+            run_compiler(compiler.command([str(src)], str(folder / "probe.so"), flags), src,
+                         "OpenMP probe")
+            ok = _probe_runs(folder / "probe.so")  # compiling is not enough: libgomp must load
+        except CompileError:
+            ok = False
+        (folder / "result.json").write_text(json.dumps({"openmp": ok}))
+
+    entry = cache.entry(key, build)
+    return flags if json.loads((entry / "result.json").read_text())["openmp"] else None
+
+
+def _probe_runs(path: Path) -> bool:
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef("int asp_openmp_probe(void);")
+    try:
+        return ffi.dlopen(str(path)).asp_openmp_probe() >= 1
+    except OSError:
+        return False
+
+
+def _config_cache_dir() -> Path | None:
+    from ..config import current
+
+    return current().cache_dir
+
+
+def build_shared_library(source: str, *, name: str = "module", cdef: str | None = None,
+                         compiler: CCompiler | None = None, openmp: bool = False,
+                         cache: DiskCache | None = None) -> Path:
+    """Compile C ``source`` into a shared library, once per (source, cdef, compiler, flags).
+
+    With ``cdef``, the entry also holds a pre-parsed cffi declaration module
+    (``<name>_ffi.py``, cffi's out-of-line ABI mode), so loading needs no C parser.
+    """
+    compiler = compiler or default_compiler()
+    cache = cache or disk_cache(_config_cache_dir())
+    extra: tuple[str, ...] = ()
+    if openmp:
+        flags = openmp_flags(compiler, cache)
+        if flags is None:
+            raise BackendUnavailable(f"{compiler.cc} ({compiler.version}) has no OpenMP support")
+        extra = flags
+    key = stable_key("c-shared-library", source, name, cdef, compiler.abi_id(), extra)
+
+    def build(folder: Path) -> None:
+        src = folder / f"{name}.c"
+        src.write_text(source)
+        try:
+            run_compiler(compiler.command([str(src)], str(folder / f"{name}.so"), extra), src,
+                         f"compiling {name}.c")
+        except CompileError as exc:
+            raise relocate_error(exc, src, cache.keep_failed(key, src.name, source)) from None
+        if cdef is not None:
+            _emit_ffi_module(cdef, folder / f"{name}_ffi.py")
+
+    return cache.entry(key, build) / f"{name}.so"
+
+
+def _emit_ffi_module(cdef: str, path: Path) -> None:
+    import cffi
+    from cffi.recompiler import make_py_source
+
+    ffi = cffi.FFI()
+    ffi.cdef(cdef)
+    ffi.set_source(path.stem, None)
+    make_py_source(ffi, path.stem, str(path))
+
+
+def relocate_error(error: CompileError, old: Path, new: Path) -> CompileError:
+    """The same error, pointing at the kept copy of a source built in a temporary folder."""
+    loc = error.location
+    if loc is not None and loc.file == str(old):
+        loc = SourceLocation(str(new), loc.line, loc.col)
+    return CompileError(error.message, loc, command=error.command,
+                        output=error.output.replace(str(old), str(new)))
+
+
+@dataclass(eq=False)
+class CModule:
+    """A loaded shared library and the cffi objects to call into it."""
+
+    path: Path
+    ffi: Any
+    lib: Any
+
+    def function(self, name: str):
+        return getattr(self.lib, name)
+
+
+_LOADED: dict[tuple[str, str], CModule] = {}
+
+
+def load_library(path: Path, cdef: str) -> CModule:
+    """``dlopen`` a shared library with cffi, declaring ``cdef`` (memoized per path and cdef).
+
+    Uses the pre-parsed declaration module next to the library when there is one.
+    """
+    memo_key = (str(path), cdef)
+    module = _LOADED.get(memo_key)
+    if module is None:
+        ffi = _load_ffi_module(path.with_name(path.stem + "_ffi.py"))
+        if ffi is None:
+            import cffi
+
+            ffi = cffi.FFI()
+            ffi.cdef(cdef)
+        module = CModule(path=path, ffi=ffi, lib=ffi.dlopen(str(path)))
+        _LOADED[memo_key] = module
+    return module
+
+
+def _load_ffi_module(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"asp_ffi_{path.parent.name[:16]}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ffi
+
+
+def compile_c(source: str, cdef: str, *, name: str = "module", openmp: bool = False,
+              compiler: CCompiler | None = None, cache: DiskCache | None = None) -> CModule:
+    """Build (or find in the cache) and load a C module in one step."""
+    path = build_shared_library(source, name=name, cdef=cdef, compiler=compiler, openmp=openmp,
+                                cache=cache)
+    return load_library(path, cdef)
+
+
+def clear_loaded() -> None:
+    """Forget loaded modules (the libraries themselves stay mapped until the process ends)."""
+    _LOADED.clear()
+
+
+def cdef_from_signature(name: str, params: Sequence[tuple[str, str]], restype: str = "void") -> str:
+    """A cffi declaration: pointer parameters become ``void *`` so arrays pass without casts.
+
+    >>> cdef_from_signature("f", [("double * restrict", "a"), ("int64_t", "n")], "int")
+    'int f(void * a, int64_t n);'
+    """
+    parts = []
+    for ctype, pname in params:
+        parts.append(f"void * {pname}" if "*" in ctype else f"{ctype} {pname}")
+    return f"{restype} {name}({', '.join(parts) or 'void'});"
+
+
+def array_pointer(ffi: Any, array: Any) -> Any:
+    """A pointer to ``array``'s first element, without copying.
+
+    C-contiguous arrays go through the buffer protocol (``ffi.from_buffer``, fast); any other
+    layout passes its data address, and the generated code must then use the array's strides.
+    """
+    if array.flags.c_contiguous:
+        return ffi.from_buffer(array)
+    return ffi.cast("void *", array.ctypes.data)

@@ -1,0 +1,126 @@
+"""Host emulation of CUDA launches: run a kernel's source on the CPU, for machines without a GPU.
+
+The same CUDA source is compiled as C++ with a small prelude that defines ``threadIdx``,
+``blockIdx``, ``blockDim``, ``gridDim`` and the CUDA qualifiers, plus one generated launcher per
+``__global__`` function that loops over the grid and the block, one thread at a time (both
+from the template ``asp_core/cuda_emulation.cpp.mako``). Kernel
+index arithmetic and bounds guards therefore run for real, on NumPy arrays in host memory.
+
+Limits (checked): kernels that synchronize threads (``__syncthreads``) or use ``__shared__``
+memory cannot be emulated one thread at a time and are refused; templates are not supported.
+
+    module = emulate_cuda_module(source)
+    module.get_function("saxpy")(n, a, x, y, grid=(4, 1, 1), block=(256, 1, 1))
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import UnsupportedConstruct
+from ..templates import render
+from .c import CModule, array_pointer, build_shared_library, find_c_compiler, load_library
+
+_KERNEL = re.compile(r"__global__\s+void\s+(?P<name>\w+)\s*\((?P<params>[^)]*)\)", re.S)
+_REFUSED = {"__syncthreads": "thread synchronization (__syncthreads)",
+            "__shared__": "shared memory (__shared__)",
+            "template": "templates"}
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    ctype: str
+    name: str
+
+    @property
+    def is_pointer(self) -> bool:
+        return "*" in self.ctype
+
+
+def parse_kernels(source: str) -> dict[str, tuple[KernelParam, ...]]:
+    """Name -> parameters of every ``__global__`` function in ``source``."""
+    kernels = {}
+    for match in _KERNEL.finditer(source):
+        params = []
+        for text in filter(None, (p.strip() for p in match["params"].split(","))):
+            words = re.match(r"(?P<ctype>.*?)(?P<name>\w+)\s*$", text, re.S)
+            if words is None or not words["ctype"].strip():
+                raise UnsupportedConstruct(f"cannot read kernel parameter {text!r}",
+                                           construct="kernel parameter")
+            ctype = " ".join(words["ctype"].replace("__restrict__", "").split())
+            params.append(KernelParam(ctype, words["name"]))
+        kernels[match["name"]] = tuple(params)
+    return kernels
+
+
+def emulation_source(source: str) -> tuple[str, str]:
+    """(C++ source, cffi cdef) of the emulation of a CUDA module."""
+    for word, what in _REFUSED.items():
+        if re.search(rf"\b{word}\b", source):
+            raise UnsupportedConstruct(f"host emulation cannot run kernels that use {what}",
+                                       construct=word)
+    kernels = parse_kernels(source)
+    if not kernels:
+        raise UnsupportedConstruct("no __global__ function in the CUDA source",
+                                   construct="kernel")
+    text = render("asp_core/cuda_emulation.cpp.mako", source=source,
+                  kernels=[(n, [(p.ctype, p.name) for p in ps]) for n, ps in kernels.items()])
+    cdefs = []
+    for name, params in kernels.items():
+        decl = "".join(f", {'void *' if p.is_pointer else p.ctype} {p.name}" for p in params)
+        cdefs.append(f"void asp_launch_{name}(unsigned int gx, unsigned int gy, unsigned int gz, "
+                     f"unsigned int bx, unsigned int by, unsigned int bz{decl});")
+    return text, "\n".join(cdefs)
+
+
+class EmulatedKernel:
+    """One ``__global__`` function, launched like pycuda's: ``k(*args, grid=..., block=...)``."""
+
+    def __init__(self, module: CModule, name: str, params: tuple[KernelParam, ...]):
+        self.name = name
+        self.params = params
+        self._module = module
+        self._launch = module.function(f"asp_launch_{name}")
+
+    def __call__(self, *args: Any, grid: Sequence[int] = (1, 1, 1),
+                 block: Sequence[int] = (1, 1, 1)) -> None:
+        if len(args) != len(self.params):
+            raise TypeError(f"kernel {self.name} takes {len(self.params)} arguments, "
+                            f"got {len(args)}")
+        grid3 = tuple(grid) + (1,) * (3 - len(grid))
+        block3 = tuple(block) + (1,) * (3 - len(block))
+        ffi = self._module.ffi
+        converted = []
+        for param, arg in zip(self.params, args):
+            if param.is_pointer:
+                if not isinstance(arg, np.ndarray):
+                    raise TypeError(f"kernel {self.name}: parameter {param.name} needs an array")
+                converted.append(array_pointer(ffi, arg))
+            else:
+                converted.append(arg.item() if isinstance(arg, np.generic) else arg)
+        self._launch(*grid3, *block3, *converted)
+
+
+@dataclass(eq=False)
+class EmulatedModule:
+    """The emulation of a CUDA module; ``get_function`` as in pycuda's ``SourceModule``."""
+
+    module: CModule
+    kernels: dict[str, tuple[KernelParam, ...]]
+
+    def get_function(self, name: str) -> EmulatedKernel:
+        if name not in self.kernels:
+            raise KeyError(f"no __global__ function named {name!r} (have {sorted(self.kernels)})")
+        return EmulatedKernel(self.module, name, self.kernels[name])
+
+
+def emulate_cuda_module(source: str, *, cflags: Sequence[str] = ("-O1",)) -> EmulatedModule:
+    """Compile a CUDA source for the CPU (cached) and return its emulated kernels."""
+    text, cdef = emulation_source(source)
+    compiler = find_c_compiler(None, tuple(cflags), "c++")
+    path = build_shared_library(text, name="emulated", cdef=cdef, compiler=compiler)
+    return EmulatedModule(load_library(path, cdef), parse_kernels(source))

@@ -1,0 +1,73 @@
+"""Settings, read explicitly from the environment (never at import time).
+
+| variable          | meaning                                                        |
+|-------------------|----------------------------------------------------------------|
+| ``ASP_BACKEND``     | force one backend (``python``, ``c``, ``openmp``, ``cuda``, ...) |
+| ``ASP_DISABLE_JIT`` | ``1``: run every specialized function as plain Python          |
+| ``ASP_CACHE_DIR``   | where compiled variants are kept (default: the user cache dir) |
+| ``ASP_DUMP_DIR``    | write generated source and intermediate forms to this folder   |
+| ``ASP_CFLAGS``      | optimization flags for C (default ``-O3 -march=native``)       |
+| ``ASP_CC``          | the C compiler (default ``$CC``, else ``gcc``)                   |
+| ``ASP_NUM_THREADS`` | threads for OpenMP variants (default ``OMP_NUM_THREADS``, else all cores) |
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+DEFAULT_CFLAGS = ("-O3", "-march=native")
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything configurable, as one immutable value."""
+
+    backend: str | None = None
+    disable_jit: bool = False
+    cache_dir: Path | None = None
+    dump_dir: Path | None = None
+    cflags: tuple[str, ...] = DEFAULT_CFLAGS
+    cc: str | None = None
+    num_threads: int | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Config":
+        env = os.environ if environ is None else environ
+
+        def path(name: str) -> Path | None:
+            value = env.get(name, "").strip()
+            return Path(value).expanduser() if value else None
+
+        threads = env.get("ASP_NUM_THREADS", "").strip() or env.get("OMP_NUM_THREADS", "").strip()
+        cflags = env.get("ASP_CFLAGS")
+        return cls(
+            backend=(env.get("ASP_BACKEND", "").strip().lower() or None),
+            disable_jit=env.get("ASP_DISABLE_JIT", "").strip().lower() in _TRUE,
+            cache_dir=path("ASP_CACHE_DIR"),
+            dump_dir=path("ASP_DUMP_DIR"),
+            cflags=tuple(shlex.split(cflags)) if cflags is not None else DEFAULT_CFLAGS,
+            cc=(env.get("ASP_CC", "").strip() or env.get("CC", "").strip() or None),
+            num_threads=_positive_int(threads.split(",")[0]) if threads else None,
+        )
+
+    def with_(self, **changes) -> "Config":
+        """A copy with some settings changed."""
+        return replace(self, **changes)
+
+
+def _positive_int(text: str) -> int | None:
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def current() -> Config:
+    """The configuration the environment describes right now."""
+    return Config.from_env()

@@ -1,0 +1,130 @@
+"""Hardware and toolchain query: cores, C compiler, OpenMP, nvcc, CUDA devices.
+
+``query_platform()`` answers once per process (``clear_cache()`` forgets). Each part that is
+missing is reported as absent with the reason, never raised: a missing compiler or GPU is a
+reason to choose another variant.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+from .errors import AspError
+
+
+@dataclass(frozen=True)
+class CudaDevice:
+    """Properties of one CUDA device (what a cost model and a launch configuration need)."""
+
+    index: int
+    name: str
+    compute_capability: tuple[int, int]
+    multiprocessors: int
+    warp_size: int
+    max_threads_per_block: int
+    max_block_dim: tuple[int, int, int]
+    max_grid_dim: tuple[int, int, int]
+    total_memory: int
+    clock_rate_khz: int
+    memory_clock_rate_khz: int
+    memory_bus_width: int
+
+    @property
+    def arch(self) -> str:
+        return "sm_{}{}".format(*self.compute_capability)
+
+
+@dataclass(frozen=True)
+class PlatformInfo:
+    cpu_cores: int
+    c_compiler: str | None
+    openmp: bool
+    nvcc: str | None
+    pycuda: bool
+    cuda_devices: tuple[CudaDevice, ...] = ()
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    def summary(self) -> str:
+        lines = [f"CPU cores available: {self.cpu_cores}",
+                 f"C compiler: {self.c_compiler or 'none'}",
+                 f"OpenMP: {'yes' if self.openmp else 'no'}",
+                 f"nvcc: {self.nvcc or 'none'}",
+                 f"pycuda: {'yes' if self.pycuda else 'no'}"]
+        for d in self.cuda_devices:
+            lines.append(f"GPU {d.index}: {d.name} ({d.arch}), {d.multiprocessors} SMs, warp "
+                         f"{d.warp_size}, {d.max_threads_per_block} threads/block, "
+                         f"{d.total_memory / 2**30:.1f} GiB")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (its affinity mask, not the machine's total)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@functools.lru_cache(maxsize=1)
+def query_platform() -> PlatformInfo:
+    notes = []
+    compiler = None
+    openmp = False
+    try:
+        from .backends.c import default_compiler, openmp_flags
+
+        c = default_compiler()
+        compiler = f"{c.cc} ({c.version})"
+        openmp = openmp_flags(c) is not None
+    except AspError as exc:
+        notes.append(str(exc))
+    nvcc = None
+    try:
+        from .backends.nvcc import find_nvcc
+
+        nvcc = "{} ({})".format(*find_nvcc())
+    except AspError as exc:
+        notes.append(str(exc))
+    devices, have_pycuda, note = _cuda_devices()
+    if note:
+        notes.append(note)
+    return PlatformInfo(cpu_cores=cpu_cores(), c_compiler=compiler, openmp=openmp, nvcc=nvcc,
+                        pycuda=have_pycuda, cuda_devices=devices, notes=tuple(notes))
+
+
+def _cuda_devices() -> tuple[tuple[CudaDevice, ...], bool, str | None]:
+    try:
+        import pycuda.driver as drv
+    except ImportError:
+        return (), False, "pycuda is not installed: no CUDA variants"
+    except Exception as exc:
+        return (), False, f"pycuda does not load: {exc}"
+    try:
+        drv.init()
+        count = drv.Device.count()
+    except Exception as exc:  # pycuda.driver.Error: no driver, no device
+        return (), True, f"no usable CUDA driver: {exc}"
+    a = drv.device_attribute
+    devices = []
+    for index in range(count):
+        dev = drv.Device(index)
+        attrs = dev.get_attributes()
+        devices.append(CudaDevice(
+            index=index, name=dev.name(), compute_capability=dev.compute_capability(),
+            multiprocessors=attrs[a.MULTIPROCESSOR_COUNT], warp_size=attrs[a.WARP_SIZE],
+            max_threads_per_block=attrs[a.MAX_THREADS_PER_BLOCK],
+            max_block_dim=(attrs[a.MAX_BLOCK_DIM_X], attrs[a.MAX_BLOCK_DIM_Y],
+                           attrs[a.MAX_BLOCK_DIM_Z]),
+            max_grid_dim=(attrs[a.MAX_GRID_DIM_X], attrs[a.MAX_GRID_DIM_Y],
+                          attrs[a.MAX_GRID_DIM_Z]),
+            total_memory=dev.total_memory(), clock_rate_khz=attrs[a.CLOCK_RATE],
+            memory_clock_rate_khz=attrs[a.MEMORY_CLOCK_RATE],
+            memory_bus_width=attrs[a.GLOBAL_MEMORY_BUS_WIDTH]))
+    return tuple(devices), True, None if devices else "no CUDA device found"
+
+
+def clear_cache() -> None:
+    query_platform.cache_clear()

@@ -1,0 +1,94 @@
+"""Argument signatures: what a compiled variant depends on, computed per call (so, fast).
+
+* NumPy arrays: dtype, number of dimensions, layout (``"C"`` contiguous or ``"S"`` strided),
+  and whether they are writeable.
+* Python scalars (``int``, ``float``, ``bool``, ``complex``): their kind, marked *weak* because
+  NumPy lets them adopt the other operand's precision (NEP 50).
+* NumPy scalars: their dtype (strong).
+* Anything else: its type name, which no compiled backend accepts.
+
+Signatures are small frozen values: hashable for in-process lookups, and ``str()`` gives a
+stable text for on-disk keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ArraySig:
+    dtype: np.dtype
+    ndim: int
+    layout: str  # "C" (C-contiguous) or "S" (any strides)
+    writeable: bool = True
+
+    def __str__(self) -> str:
+        return f"{self.dtype.str}[{self.ndim}d,{self.layout}{'' if self.writeable else ',ro'}]"
+
+
+@dataclass(frozen=True)
+class ScalarSig:
+    dtype: np.dtype  # Python int -> int64, float -> float64, bool -> bool, complex -> complex128
+    weak: bool       # True for Python scalars
+
+    def __str__(self) -> str:
+        return ("py:" if self.weak else "np:") + self.dtype.str
+
+
+@dataclass(frozen=True)
+class ObjectSig:
+    typename: str
+
+    def __str__(self) -> str:
+        return f"object:{self.typename}"
+
+
+Sig = ArraySig | ScalarSig | ObjectSig
+
+_PY_SCALARS = {
+    bool: ScalarSig(np.dtype(np.bool_), True),
+    int: ScalarSig(np.dtype(np.int64), True),
+    float: ScalarSig(np.dtype(np.float64), True),
+    complex: ScalarSig(np.dtype(np.complex128), True),
+}
+_NP_SCALARS: dict[type, ScalarSig] = {}
+
+
+def value_signature(value: Any) -> Sig:
+    """The signature of one argument."""
+    t = type(value)
+    sig = _PY_SCALARS.get(t)
+    if sig is not None:
+        return sig
+    if t is np.ndarray:
+        flags = value.flags
+        return ArraySig(value.dtype, value.ndim, "C" if flags.c_contiguous else "S",
+                        flags.writeable)
+    if isinstance(value, np.generic):
+        sig = _NP_SCALARS.get(t)
+        if sig is None:
+            sig = _NP_SCALARS[t] = ScalarSig(np.dtype(t), False)
+        return sig
+    if isinstance(value, np.ndarray):  # a subclass (e.g. np.memmap) behaves as its base
+        return value_signature(value.view(np.ndarray))
+    if isinstance(value, bool):
+        return _PY_SCALARS[bool]
+    if isinstance(value, int):
+        return _PY_SCALARS[int]
+    if isinstance(value, float):
+        return _PY_SCALARS[float]
+    return ObjectSig(f"{t.__module__}.{t.__qualname__}")
+
+
+def signature_of(args: Sequence[Any]) -> tuple[Sig, ...]:
+    """The signatures of a call's positional arguments."""
+    return tuple(value_signature(a) for a in args)
+
+
+def signature_text(sig: Sequence[Sig]) -> str:
+    """A stable text for a signature (for on-disk keys and reports)."""
+    return "(" + ", ".join(str(s) for s in sig) + ")"

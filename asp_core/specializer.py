@@ -1,0 +1,189 @@
+"""Specializer machinery: intercept a call, find or build a variant, run it, or fall back.
+
+A specializer subclasses ``Specializer`` and fills in two hooks:
+
+* ``signature(args)``: what a variant depends on (default: dtypes, dimensions and layout of
+  the arguments, see ``asp_core.signature``); extend it with whatever else matters.
+* ``build(backend, signature, args) -> Variant``: generate, compile and load code for one
+  backend. Raise ``UnsupportedConstruct``, ``CompileError`` or ``BackendUnavailable`` when
+  that backend cannot serve this call: the machinery then tries the next backend in
+  ``backends``, and in the end runs the plain Python function.
+
+Each fallback names its cause in a ``FallbackWarning``, issued once per cause; ``strict=True``
+raises ``SpecializationError`` instead of running plain Python. ``ASP_BACKEND`` forces one
+backend, ``ASP_DISABLE_JIT=1`` runs everything as plain Python, and ``ASP_DUMP_DIR`` (or the
+``dump_dir`` argument) writes generated source and intermediate forms to a folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Hashable, Sequence
+
+from . import config as config_module
+from .errors import (AspError, BackendUnavailable, CacheError, CompileError,
+                     SpecializationError, UnsupportedConstruct)
+from .signature import signature_of
+
+log = logging.getLogger("asp")
+
+PYTHON = "python"
+
+# Errors that make one backend unusable for one call; anything else is a bug and propagates.
+FALLBACK_ERRORS = (UnsupportedConstruct, CompileError, BackendUnavailable, CacheError)
+
+
+class FallbackWarning(UserWarning):
+    """A specialized function ran as plain Python (or on a slower backend) for a stated cause."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A runnable specialization: ``run`` takes the call's arguments."""
+
+    backend: str
+    run: Callable[..., Any]
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What happened on one call: the backend that ran, and why it was not the first choice."""
+
+    backend: str
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class _Failure:
+    backend: str
+    reason: str
+    error: AspError
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def warn_once(owner: str, cause: str, *, stacklevel: int = 3) -> None:
+    """Issue a ``FallbackWarning`` for ``cause`` unless ``owner`` already warned about it."""
+    if (owner, cause) in _WARNED:
+        log.debug("%s: %s", owner, cause)
+        return
+    _WARNED.add((owner, cause))
+    log.warning("%s: %s", owner, cause)
+    warnings.warn(f"{owner}: {cause}", FallbackWarning, stacklevel=stacklevel)
+
+
+def clear_warnings() -> None:
+    """Forget which causes were already reported (each will warn again once)."""
+    _WARNED.clear()
+
+
+def describe(error: AspError) -> str:
+    """A one-line cause for a fallback message."""
+    if isinstance(error, CompileError):
+        return f"{error.message} (at {error.location})" if error.location else error.message
+    return str(error)
+
+
+class Specializer:
+    """Base class: call interception, variant lookup and the fallback chain."""
+
+    #: Backends to try, best first; plain Python always ends the chain.
+    backends: tuple[str, ...] = ()
+
+    def __init__(self, func: Callable, *, backend: str | None = None, strict: bool = False,
+                 config: config_module.Config | None = None, dump_dir: str | Path | None = None):
+        self.func = func
+        self.config = config or config_module.current()
+        self.backend = backend or self.config.backend
+        self.strict = strict
+        self.dump_dir = Path(dump_dir) if dump_dir else self.config.dump_dir
+        self.last_call: CallRecord | None = None
+        self._variants: dict[tuple[Hashable, str], Variant | _Failure] = {}
+        self.name = getattr(func, "__qualname__", repr(func))
+
+    # -- hooks -------------------------------------------------------------------------------
+
+    def signature(self, args: Sequence[Any]) -> Hashable:
+        return signature_of(args)
+
+    def build(self, backend: str, signature: Hashable, args: Sequence[Any]) -> Variant:
+        raise BackendUnavailable(f"{type(self).__name__} has no backend {backend!r}")
+
+    def run_python(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        return self.func(*args, **kwargs)
+
+    # -- machinery ---------------------------------------------------------------------------
+
+    def candidates(self) -> tuple[str, ...]:
+        """Backends to try for this call, best first (without the final plain Python)."""
+        if self.backend:
+            return (self.backend,)
+        return self.backends
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            return self._fallback("keyword arguments are not specialized", args, kwargs)
+        if self.config.disable_jit:
+            self.last_call = CallRecord(PYTHON, "disabled by ASP_DISABLE_JIT")
+            return self.run_python(args, kwargs)
+        sig = self.signature(args)
+        failures: list[_Failure] = []
+        for backend in self.candidates():
+            if backend == PYTHON:
+                self.last_call = CallRecord(PYTHON, None)
+                return self.run_python(args, kwargs)
+            found = self._variant(sig, backend, args)
+            if isinstance(found, Variant):
+                self.last_call = CallRecord(backend, _reasons(failures))
+                if failures:
+                    warn_once(self.name, f"ran on {backend}: {_reasons(failures)}")
+                return found.run(*args)
+            failures.append(found)
+        return self._fallback(_reasons(failures) or "no backend available", args, kwargs,
+                              failures[-1].error if failures else None)
+
+    def _variant(self, sig: Hashable, backend: str, args: Sequence[Any]) -> Variant | _Failure:
+        key = (sig, backend)
+        found = self._variants.get(key)
+        if found is None:
+            try:
+                found = self.build(backend, sig, args)
+            except FALLBACK_ERRORS as exc:
+                found = _Failure(backend, describe(exc), exc)
+            self._variants[key] = found
+        return found
+
+    def _fallback(self, reason: str, args, kwargs, error: AspError | None = None) -> Any:
+        if self.strict:
+            raise SpecializationError(f"{self.name}: {reason}",
+                                      error.location if error else None) from error
+        warn_once(self.name, f"running plain Python: {reason}")
+        self.last_call = CallRecord(PYTHON, reason)
+        return self.run_python(args, kwargs)
+
+    def dump(self, stage: str, text: str) -> None:
+        """Write an intermediate form to the dump folder, if one is configured."""
+        if self.dump_dir is None:
+            return
+        folder = self.dump_dir / _safe_name(self.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / stage).write_text(text)
+
+    def clear(self) -> None:
+        """Forget built variants and failures (they are rebuilt, or found on disk, next call)."""
+        self._variants.clear()
+
+
+def _reasons(failures: Sequence[_Failure]) -> str | None:
+    if not failures:
+        return None
+    return "; ".join(f"{f.backend}: {f.reason}" for f in failures)
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)

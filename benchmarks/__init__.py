@@ -1,0 +1,1 @@
+"""Benchmarks: each prints ratios or timings measured side by side in one run."""

@@ -1,0 +1,43 @@
+"""backends.cuda: real launches through pycuda, where pycuda and a GPU exist.
+
+On machines without them only the graceful absence is tested; the emulation tests cover the
+kernel logic there.
+"""
+
+import numpy as np
+import pytest
+
+from asp_core.backends import cuda
+from asp_core.errors import BackendUnavailable
+
+
+def _gpu_reason():
+    try:
+        cuda.cuda_context()
+    except BackendUnavailable as exc:
+        return str(exc)
+    return None
+
+
+REASON = _gpu_reason()
+needs_gpu = pytest.mark.skipif(REASON is not None, reason=f"no CUDA here: {REASON}")
+
+
+def test_absence_is_a_backend_unavailable_error():
+    if REASON is None:
+        pytest.skip("a GPU is present")
+    with pytest.raises(BackendUnavailable):
+        cuda.load_cuda_module("extern \"C\" __global__ void k() {}")
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_launch_on_the_gpu():
+    module = cuda.load_cuda_module("""
+    extern "C" __global__ void scale(double *x, double a, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] *= a;
+    }""")
+    x = cuda.to_device(np.arange(100.0))
+    module.get_function("scale")(x, np.float64(3.0), np.int32(100), grid=(4, 1, 1), block=(32, 1, 1))
+    np.testing.assert_array_equal(x.get(), 3.0 * np.arange(100.0))

@@ -1,0 +1,99 @@
+"""frontend: functions, methods, nested functions and lambdas -> AST with true positions."""
+
+import ast
+import inspect
+import math
+
+import pytest
+
+from asp_core import frontend
+from asp_core.errors import UnsupportedConstruct
+
+SCALE = 3.0
+
+
+def module_function(a, b):
+    return a * SCALE + math.sqrt(b)
+
+
+class Holder:
+    def method(self, x):
+        y = x + 1
+        return y * SCALE
+
+    @staticmethod
+    def static(x):
+        return -x
+
+
+def make_closure(k):
+    offset = 10
+
+    def inner(x):
+        return x * k + offset
+    return inner
+
+
+def test_module_function_positions_point_into_this_file():
+    fa = frontend.function_ast(module_function)
+    assert isinstance(fa.tree, ast.FunctionDef) and fa.name == "module_function"
+    assert fa.filename == __file__
+    line = inspect.getsourcelines(module_function)[1]
+    assert fa.tree.lineno == line
+    ret = fa.tree.body[0]
+    assert ret.lineno == line + 1 and ret.col_offset == 4
+    assert fa.location(ret).line == line + 1
+
+
+def test_method_is_dedented_and_keeps_columns():
+    fa = frontend.function_ast(Holder().method)  # bound method
+    assert fa.parameters() == ["self", "x"]
+    first = fa.tree.body[0]
+    assert first.col_offset == 8  # as in the file, not after dedent
+    src_line = open(__file__).read().splitlines()[first.lineno - 1]
+    assert src_line[first.col_offset:].startswith("y = x + 1")
+
+
+def test_staticmethod_and_nested_function():
+    assert frontend.function_ast(Holder.__dict__["static"]).name == "static"
+    inner = make_closure(2)
+    fa = frontend.function_ast(inner)
+    assert fa.name == "inner"
+    assert frontend.free_variables(inner) == {"k": 2, "offset": 10}
+
+
+def test_lambda():
+    f = lambda u, v: u + v * 2  # noqa: E731
+    fa = frontend.function_ast(f)
+    assert isinstance(fa.tree, ast.Lambda) and fa.parameters() == ["u", "v"]
+    assert fa.tree.lineno == inspect.getsourcelines(f)[1]
+
+
+def test_free_variables_reads_globals_and_builtins_at_call_time():
+    free = frontend.free_variables(module_function)
+    assert free == {"SCALE": 3.0, "math": math}
+
+
+def test_closures_sharing_code_share_the_tree_but_not_the_function():
+    f, g = make_closure(1), make_closure(5)
+    fa, ga = frontend.function_ast(f), frontend.function_ast(g)
+    assert fa.tree is ga.tree and fa.func is f and ga.func is g
+    assert frontend.free_variables(g)["k"] == 5
+
+
+def test_source_not_available_is_unsupported():
+    namespace = {}
+    exec("def generated(x):\n    return x\n", namespace)
+    with pytest.raises(UnsupportedConstruct, match="source"):
+        frontend.function_ast(namespace["generated"])
+
+
+def test_not_a_function():
+    with pytest.raises(UnsupportedConstruct):
+        frontend.function_ast(len)
+
+
+def test_local_names():
+    tree = ast.parse("def f(a, *r, k=1):\n    x = 1\n    for i in range(3): pass\n"
+                     "    global g\n    g = 2\n").body[0]
+    assert frontend.local_names(tree) == {"a", "r", "k", "x", "i"}

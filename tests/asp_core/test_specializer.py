@@ -1,0 +1,125 @@
+"""specializer: variant lookup, the fallback chain, warnings once per cause, strict mode, env."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from asp_core.config import Config
+from asp_core.errors import (BackendUnavailable, CompileError, SourceLocation,
+                             SpecializationError, UnsupportedConstruct)
+from asp_core.specializer import FallbackWarning, Specializer, Variant
+
+
+def double(x):
+    return x * 2
+
+
+class Toy(Specializer):
+    """Backends 'fast' and 'slower'; a class attribute says which ones fail and how."""
+
+    backends = ("fast", "slower")
+    broken: dict = {}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.builds = []
+
+    def build(self, backend, signature, args):
+        self.builds.append((backend, signature))
+        if backend in self.broken:
+            raise self.broken[backend]
+        if backend not in self.backends:
+            return super().build(backend, signature, args)
+        return Variant(backend, lambda x: ("variant", backend, x * 2))
+
+
+def run(spec, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = spec(*args)
+    return result, [w for w in caught if issubclass(w.category, FallbackWarning)]
+
+
+def test_first_backend_runs_and_variants_are_reused():
+    spec = Toy(double, config=Config())
+    assert run(spec, 3)[0] == ("variant", "fast", 6)
+    assert spec.last_call.backend == "fast" and spec.last_call.fallback is None
+    spec(4)
+    spec(np.float64(1))  # another signature: another build
+    assert [b for b, _ in spec.builds] == ["fast", "fast"]
+
+
+def test_fallback_to_next_backend_names_the_cause(monkeypatch):
+    monkeypatch.setattr(Toy, "broken", {"fast": BackendUnavailable("no fast hardware")})
+    spec = Toy(double, config=Config())
+    result, caught = run(spec, 1)
+    assert result == ("variant", "slower", 2)
+    assert spec.last_call.fallback == "fast: no fast hardware"
+    assert len(caught) == 1 and "no fast hardware" in str(caught[0].message)
+
+
+def test_fallback_to_python_warns_once_per_cause(monkeypatch):
+    err = UnsupportedConstruct("while loop", SourceLocation("k.py", 7, 4))
+    monkeypatch.setattr(Toy, "broken", {"fast": err, "slower": CompileError("boom")})
+    spec = Toy(double, config=Config())
+    result, caught = run(spec, 5)
+    assert result == 10 and spec.last_call.backend == "python"
+    assert "k.py:7:4: while loop" in spec.last_call.fallback
+    assert len(caught) == 1 and "running plain Python" in str(caught[0].message)
+    result, caught = run(spec, 6)
+    assert result == 12 and caught == []  # same cause: no second warning
+    assert len(spec.builds) == 2  # failures are remembered too
+
+
+def test_strict_raises_instead_of_falling_back(monkeypatch):
+    err = UnsupportedConstruct("while loop", SourceLocation("k.py", 7, 4))
+    monkeypatch.setattr(Toy, "broken", {"fast": err, "slower": err})
+    with pytest.raises(SpecializationError, match="while loop") as info:
+        Toy(double, strict=True, config=Config())(1)
+    assert info.value.location == SourceLocation("k.py", 7, 4)
+
+
+def test_real_errors_are_not_swallowed(monkeypatch):
+    monkeypatch.setattr(Toy, "broken", {"fast": ZeroDivisionError("bug in a specializer")})
+    with pytest.raises(ZeroDivisionError):
+        Toy(double, config=Config())(1)
+
+
+def test_forced_backend_and_python():
+    assert Toy(double, backend="slower", config=Config())(1) == ("variant", "slower", 2)
+    spec = Toy(double, backend="python", config=Config())
+    assert spec(2) == 4 and spec.last_call.backend == "python" and spec.last_call.fallback is None
+    with pytest.raises(SpecializationError, match="no backend 'gpu'"):
+        Toy(double, backend="gpu", strict=True, config=Config())(1)
+
+
+def test_environment_settings(monkeypatch):
+    monkeypatch.setenv("ASP_BACKEND", "slower")
+    assert Toy(double)(1) == ("variant", "slower", 2)
+    monkeypatch.setenv("ASP_DISABLE_JIT", "1")
+    spec = Toy(double)
+    assert spec(3) == 6 and spec.last_call.fallback == "disabled by ASP_DISABLE_JIT"
+    assert spec.builds == []
+
+
+def test_keyword_arguments_run_plain_python():
+    spec = Toy(double, config=Config())
+    with pytest.warns(FallbackWarning, match="keyword arguments"):
+        assert spec(x=3) == 6
+    assert "keyword" in spec.last_call.fallback
+
+
+def test_dump_writes_intermediate_forms(tmp_path):
+    spec = Toy(double, config=Config(), dump_dir=tmp_path)
+    spec.dump("stage.txt", "DAST here")
+    assert (tmp_path / "double" / "stage.txt").read_text() == "DAST here"
+    Toy(double, config=Config()).dump("ignored.txt", "x")  # no folder: nothing written
+
+
+def test_clear_forgets_variants():
+    spec = Toy(double, config=Config())
+    spec(1)
+    spec.clear()
+    spec(1)
+    assert len(spec.builds) == 2

@@ -1,0 +1,30 @@
+"""run.py and .ci/run: the README's two commands, and CI calling the same test command."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def quick_start_commands():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_readme_quick_start_has_exactly_two_commands_main_first():
+    assert quick_start_commands() == ["python3 run.py main", "python3 run.py test"]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "exec python3 run.py test" in ci
+    assert (ROOT / ".ci" / "run").stat().st_mode & 0o111
+
+
+def test_run_py_without_a_job_prints_usage():
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py")], capture_output=True, text=True)
+    assert proc.returncode != 0 and "python3 run.py main" in proc.stderr
