@@ -50,6 +50,7 @@ def best(fn, number: int, repeat: int = 7) -> float:
 
 def main() -> dict:
     results = {}
+    saved = os.environ.get("ASP_CACHE_DIR")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, ASP_CACHE_DIR=tmp)
         os.environ["ASP_CACHE_DIR"] = tmp
@@ -80,7 +81,10 @@ def main() -> dict:
         spec = ElementwiseMap(lambda x, y: x + 3.0 * y, strict=True)
         spec(b, c)
         results["dispatch_overhead_s"] = best(lambda: spec(b, c), number=20_000)
-        os.environ.pop("ASP_CACHE_DIR")
+        if saved is None:
+            os.environ.pop("ASP_CACHE_DIR")
+        else:
+            os.environ["ASP_CACHE_DIR"] = saved
 
     print("asp_core compile / cache / call benchmark")
     print(f"  cold build of a C module:              {results['cold_build_s'] * 1e3:8.1f} ms")
