@@ -13,10 +13,11 @@ Importing the package does no work: nothing is compiled, probed or read until us
 """
 
 from .errors import (AspError, BackendUnavailable, CacheError, CompileError, SourceLocation,
-                     SpecializationError, UnsupportedConstruct)
+                     SpecializationError, UnsupportedArgument, UnsupportedConstruct)
 from .version import VERSION
 
 __version__ = VERSION
 
 __all__ = ["AspError", "BackendUnavailable", "CacheError", "CompileError", "SourceLocation",
-           "SpecializationError", "UnsupportedConstruct", "VERSION", "__version__"]
+           "SpecializationError", "UnsupportedArgument", "UnsupportedConstruct", "VERSION",
+           "__version__"]

@@ -78,6 +78,11 @@ class CompileError(AspError):
         return text
 
 
+class UnsupportedArgument(AspError):
+    """A call passes a value a variant cannot take (a list where an array is needed, an object
+    array, a partially indexed array): a reason to run another variant or plain Python."""
+
+
 class BackendUnavailable(AspError):
     """A compiler, library (pycuda, OpenMP) or device this variant needs is not present."""
 

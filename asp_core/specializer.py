@@ -1,6 +1,7 @@
 """Specializer machinery: intercept a call, find or build a variant, run it, or fall back.
 
-A specializer subclasses ``Specializer`` and fills in two hooks:
+A specializer subclasses ``Specializer`` and fills in two hooks (``"python"`` in ``backends``
+means the plain function, unless ``build`` makes something else for it):
 
 * ``signature(args)``: what a variant depends on (default: dtypes, dimensions and layout of
   the arguments, see ``asp_core.signature``); extend it with whatever else matters.
@@ -25,7 +26,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 from . import config as config_module
 from .errors import (AspError, BackendUnavailable, CacheError, CompileError,
-                     SpecializationError, UnsupportedConstruct)
+                     SpecializationError, UnsupportedArgument, UnsupportedConstruct)
 from .signature import signature_of
 
 log = logging.getLogger("asp")
@@ -33,7 +34,8 @@ log = logging.getLogger("asp")
 PYTHON = "python"
 
 # Errors that make one backend unusable for one call; anything else is a bug and propagates.
-FALLBACK_ERRORS = (UnsupportedConstruct, CompileError, BackendUnavailable, CacheError)
+FALLBACK_ERRORS = (UnsupportedConstruct, UnsupportedArgument, CompileError, BackendUnavailable,
+                   CacheError)
 
 
 class FallbackWarning(UserWarning):
@@ -112,6 +114,10 @@ class Specializer:
         return signature_of(args)
 
     def build(self, backend: str, signature: Hashable, args: Sequence[Any]) -> Variant:
+        """Make the variant for ``backend``; the default knows only ``"python"`` (the plain
+        function itself), which a specializer may replace with its own Python executor."""
+        if backend == PYTHON:
+            return Variant(PYTHON, lambda *a: self.run_python(a, {}))
         raise BackendUnavailable(f"{type(self).__name__} has no backend {backend!r}")
 
     def run_python(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
@@ -131,12 +137,12 @@ class Specializer:
         if self.config.disable_jit:
             self.last_call = CallRecord(PYTHON, "disabled by ASP_DISABLE_JIT")
             return self.run_python(args, kwargs)
-        sig = self.signature(args)
+        try:
+            sig = self.signature(args)
+        except FALLBACK_ERRORS as exc:
+            return self._fallback(describe(exc), args, kwargs, exc)
         failures: list[_Failure] = []
         for backend in self.candidates():
-            if backend == PYTHON:
-                self.last_call = CallRecord(PYTHON, None)
-                return self.run_python(args, kwargs)
             found = self._variant(sig, backend, args)
             if isinstance(found, Variant):
                 self.last_call = CallRecord(backend, _reasons(failures))

@@ -37,9 +37,9 @@ class Templates:
             input_encoding="utf-8",
         )
 
-    def render(self, name: str, **context: Any) -> str:
-        """Render template ``name`` (a path relative to one of the folders)."""
-        return self._lookup.get_template(name).render(**context)
+    def render(self, template: str, /, **context: Any) -> str:
+        """Render ``template`` (a path relative to one of the folders) with ``context``."""
+        return self._lookup.get_template(template).render(**context)
 
     def names(self) -> list[str]:
         """All templates (``*.mako``) reachable through this lookup, as relative paths."""
@@ -60,9 +60,9 @@ def templates(extra_dirs: Iterable[str | Path] = ()) -> Templates:
     return _templates(tuple(str(Path(d).resolve()) for d in extra_dirs))
 
 
-def render(name: str, **context: Any) -> str:
+def render(template: str, /, **context: Any) -> str:
     """Render one of the project's templates."""
-    return templates().render(name, **context)
+    return templates().render(template, **context)
 
 
 def clear_cache() -> None:

@@ -14,10 +14,38 @@ extern "C" __global__ void scale(float *x, float a, int n) {
 }
 """
 
+def sample_kernel(self, A, B, n):
+    total = 0.0
+    for i in range(n):
+        if A[i] > self.cut:
+            B[i] = A[i] * 2
+        total += B[i]
+    return total
+
+
+def _loopnest_executor():
+    from specializers.loopnest.codegen.python import python_source
+    from specializers.loopnest.pipeline import analyse_kernel
+
+    a = analyse_kernel(sample_kernel).nests[0]
+    return python_source(a.nest, a.sequential, a.names.inputs, a.names.outputs, name="nest_0",
+                         header="sample")[0]
+
+
+def _loopnest_gather():
+    from specializers.loopnest.pipeline import analyse_kernel
+    from specializers.loopnest.runtime import gather_source
+
+    analysis = analyse_kernel(sample_kernel)
+    return gather_source(analysis.nests[0], analysis.source.ctx, "gather_0")
+
+
 # Every template of the project, rendered through the code that really uses it. A new template
 # without an entry here fails test_every_template_is_rendered.
 RENDERERS = {
     "asp_core/cuda_emulation.cpp.mako": lambda: emulation.emulation_source(SAMPLE_CUDA)[0],
+    "loopnest/python_nest.py.mako": _loopnest_executor,
+    "loopnest/python_gather.py.mako": _loopnest_gather,
 }
 
 
@@ -33,6 +61,8 @@ def test_template_renders_to_compilable_text(name, tmp_path):
         src = tmp_path / "t.cpp"
         src.write_text(text)
         subprocess.run(["g++", "-fsyntax-only", "-std=gnu++17", str(src)], check=True)
+    if name.endswith(".py.mako"):
+        compile(text, name, "exec")
 
 
 def test_undefined_name_is_an_error(tmp_path):

@@ -1,0 +1,166 @@
+"""``LoopKernel``: the user-facing class of the loop-nest specializer.
+
+    class Saxpy(LoopKernel):
+        def kernel(self, a, x, y):
+            for i in range(len(x)):
+                y[i] = a * x[i] + y[i]
+
+    Saxpy().kernel(2.0, x, y)
+
+A subclass's ``kernel`` method is replaced, when the class is created, by a small wrapper; the
+first call parses the method, analyses its top-level loop nests, and builds a rewritten kernel
+in which each nest calls into the specializer (see ``rewrite``). Everything else in the method
+runs as written. ``backend="python"`` (or ``ASP_BACKEND=python``) runs the nests through the
+plain-Python executor of the DAST; ``strict=True`` raises ``SpecializationError`` where a nest
+would otherwise run as the original Python code.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import threading
+from typing import Any
+
+from asp_core import config as config_module
+
+from . import pipeline
+from .report import KernelCall, Report, explain_text, nest_call
+from .rewrite import rewrite_kernel
+from .runtime import NestRunner
+
+
+class _KernelClass:
+    """Per kernel method: its analysis and the rewritten function (shared by all instances)."""
+
+    def __init__(self, func):
+        self.analysis = pipeline.analyse_kernel(func)
+        source = self.analysis.source
+        self_name = source.ctx.self_name
+        hooks = [functools.partial(_enter_nest, func, index, self_name)
+                 for index in range(len(self.analysis.nests))]
+        outputs = [() if isinstance(a, pipeline.RejectedNest) else a.names.outputs
+                   for a in self.analysis.nests]
+        self.rewritten = rewrite_kernel(source.fa, source.nests, outputs, hooks)
+
+
+def _enter_nest(func, index: int, self_name: str, local_values: dict[str, Any]) -> Any:
+    state = local_values[self_name]._asp_states[func]
+    return state.enter(index, local_values)
+
+
+class _KernelState:
+    """Per instance: one runner per nest and the record of the last call."""
+
+    def __init__(self, owner: "LoopKernel", kernel_class: _KernelClass):
+        self.kernel_class = kernel_class
+        ctx = kernel_class.analysis.source.ctx
+        config = config_module.current()
+        self.runners = [NestRunner(a, ctx, backend=owner._asp_backend, strict=owner._asp_strict,
+                                   config=config)
+                        for a in kernel_class.analysis.nests]
+        self.call_id = 0
+        self.ran_in = [-1] * len(self.runners)
+
+    def enter(self, index: int, local_values: dict[str, Any]) -> Any:
+        self.ran_in[index] = self.call_id
+        return self.runners[index].enter(local_values)
+
+    def record(self) -> KernelCall:
+        nests = []
+        for index, runner in enumerate(self.runners):
+            analysis = runner.analysis
+            if self.ran_in[index] != self.call_id or runner.last_call is None:
+                nests.append(nest_call(analysis, None, None, None))
+            else:
+                nests.append(nest_call(analysis, runner.last_call.backend,
+                                       runner.last_call.fallback, runner.last_schedule))
+        return KernelCall(tuple(nests))
+
+
+class LoopKernel:
+    """Base class of loop-nest kernels: subclass it and write ``kernel(self, ...)``."""
+
+    _asp_lock = threading.Lock()
+
+    def __init__(self, *, backend: str | None = None, strict: bool = False):
+        self._asp_backend = backend
+        self._asp_strict = strict
+        self._asp_states: dict[Any, _KernelState] = {}  # kernel function -> state
+        self._asp_current: _KernelState | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        original = cls.__dict__.get("kernel")
+        if original is None or getattr(original, "_asp_wrapper", False):
+            return
+        cls.kernel = _dispatching_kernel(original)
+
+    # -- public --------------------------------------------------------------------------------
+
+    @property
+    def last_call(self) -> KernelCall | None:
+        """What the last call of ``kernel()`` did, one entry per top-level loop nest."""
+        state = getattr(self, "_asp_current", None)
+        return state.record() if state is not None else None
+
+    def explain(self, *args: Any, **kwargs: Any) -> Report:
+        """Run ``kernel(*args)`` on copies of the arguments and report what the specializer
+        did: per nest, its loops, statements, subscripts, scalars and the variant that ran."""
+        copies = copy.deepcopy((args, kwargs))
+        self.kernel(*copies[0], **copies[1])
+        state = self._asp_current
+        return Report(explain_text(state.kernel_class.analysis, state.record()))
+
+    def original_kernel(self, *args: Any, **kwargs: Any) -> Any:
+        """Run ``kernel()`` exactly as written, as plain Python (the oracle of every test)."""
+        return _original_of(type(self))(self, *args, **kwargs)
+
+    # -- machinery ------------------------------------------------------------------------------
+
+    def _asp_begin(self, func) -> _KernelState:
+        if not hasattr(self, "_asp_states"):  # a subclass __init__ forgot super().__init__()
+            LoopKernel.__init__(self)
+        state = self._asp_states.get(func)
+        if state is None:
+            state = self._asp_states[func] = _KernelState(self, _kernel_class(func))
+        state.call_id += 1
+        self._asp_current = state
+        return state
+
+
+_CLASSES: dict[Any, _KernelClass] = {}
+
+
+def _kernel_class(func) -> _KernelClass:
+    found = _CLASSES.get(func)
+    if found is None:
+        with LoopKernel._asp_lock:
+            found = _CLASSES.get(func)
+            if found is None:
+                found = _CLASSES[func] = _KernelClass(func)
+    return found
+
+
+def _dispatching_kernel(original):
+    @functools.wraps(original)
+    def kernel(self, *args, **kwargs):
+        state = self._asp_begin(original)
+        try:
+            return state.kernel_class.rewritten(self, *args, **kwargs)
+        finally:
+            self._asp_current = state  # a kernel called inside this one (super()) is over
+
+
+
+    kernel._asp_wrapper = True
+    kernel._asp_original_function = original
+    return kernel
+
+
+def _original_of(cls) -> Any:
+    for klass in cls.__mro__:
+        wrapped = klass.__dict__.get("kernel")
+        if wrapped is not None:
+            return getattr(wrapped, "_asp_original_function", wrapped)
+    raise AttributeError(f"{cls.__name__} defines no kernel()")

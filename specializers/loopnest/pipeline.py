@@ -1,0 +1,132 @@
+"""The loop-nest pipeline: the one place that knows the order of the passes.
+
+Static, once per kernel (``analyse_kernel``), for each top-level nest:
+
+    lowering -> if-conversion -> name analysis -> access analysis -> scalar classification
+
+A nest outside the supported subset becomes a ``RejectedNest`` holding the
+``UnsupportedConstruct`` that names the construct and its line; it runs as the original Python.
+
+Per call, for an accepted nest (``runtime.NestRunner`` drives it): bind the run-time values,
+schedule, generate a variant for a backend, build it, run it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+from asp_core.errors import UnsupportedConstruct
+
+from . import dast as d
+from .access import AccessInfo, access_info
+from .frontend import KernelSource, kernel_source, names_read_outside
+from .ifconvert import if_convert
+from .lowering import KernelContext, lower_nest
+from .names import NestNames, nest_names
+from .pretty import statement as statement_text
+from .scalars import ScalarInfo, classify_scalars, exposed
+from .schedule.sequential import sequential_schedule
+from .schedule.tree import Schedule
+
+
+@dataclass(frozen=True, eq=False)
+class NestAnalysis:
+    """Everything known about one nest before any call."""
+
+    index: int
+    node: ast.For
+    nest: d.Nest              # if-converted DAST
+    names: NestNames
+    access: AccessInfo
+    scalars: ScalarInfo
+    required: tuple[str, ...]  # outputs whose value on entry is read (must be bound)
+    ranks: dict[str, int]      # number of subscripts each indexed array takes
+
+    @property
+    def line(self) -> int:
+        return self.node.lineno
+
+    @functools.cached_property
+    def statements(self) -> tuple[d.Assign, ...]:
+        return tuple(d.statements(self.nest.loop))
+
+    def text(self, sid: int) -> str:
+        return statement_text(self.statements[sid])
+
+    @functools.cached_property
+    def sequential(self) -> Schedule:
+        return sequential_schedule(self.nest)
+
+
+@dataclass(frozen=True, eq=False)
+class RejectedNest:
+    """A nest outside the supported subset: it runs as the original Python code."""
+
+    index: int
+    node: ast.For
+    error: UnsupportedConstruct
+
+    @property
+    def line(self) -> int:
+        return self.node.lineno
+
+
+@dataclass(frozen=True, eq=False)
+class KernelAnalysis:
+    source: KernelSource
+    nests: tuple[NestAnalysis | RejectedNest, ...]
+
+
+_KERNELS: dict[object, KernelAnalysis] = {}
+
+
+def analyse_kernel(func: Callable) -> KernelAnalysis:
+    """The static analysis of a kernel method (memoized per code object)."""
+    code = getattr(func, "__code__", None)
+    found = _KERNELS.get(code)
+    if found is not None and found.source.fa.func is func:
+        return found
+    source = kernel_source(func)
+    nests = tuple(analyse_nest(source.ctx, node, index)
+                  for index, node in enumerate(source.nests))
+    result = KernelAnalysis(source, nests)
+    _KERNELS[code] = result
+    return result
+
+
+def clear_cache() -> None:
+    _KERNELS.clear()
+
+
+def analyse_nest(ctx: KernelContext, node: ast.For, index: int) -> NestAnalysis | RejectedNest:
+    try:
+        nest = if_convert(lower_nest(ctx, node, index))
+        names = nest_names(nest)
+        access = access_info(nest, names)
+        live = names_read_outside(ctx.fa.tree, node)
+        scalars = classify_scalars(nest, names, live)
+        ranks = array_ranks(access)
+    except UnsupportedConstruct as exc:
+        return RejectedNest(index, node, exc)
+    required = tuple(s for s in names.scalars if _read_on_entry(nest, s))
+    return NestAnalysis(index, node, nest, names, access, scalars, required, ranks)
+
+
+def array_ranks(access: AccessInfo) -> dict[str, int]:
+    """How many subscripts each array takes (one element at a time: always the same number)."""
+    ranks: dict[str, int] = {}
+    for st in access.statements:
+        for acc in st.accesses:
+            known = ranks.setdefault(acc.array, len(acc.index))
+            if known != len(acc.index):
+                raise UnsupportedConstruct(
+                    f"unsupported partial indexing: '{acc.array}' is indexed with {known} and "
+                    f"with {len(acc.index)} subscripts", acc.loc, "partial indexing")
+    return ranks
+
+
+def _read_on_entry(nest: d.Nest, name: str) -> bool:
+    return exposed(name, (nest.loop,))

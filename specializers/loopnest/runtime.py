@@ -1,0 +1,152 @@
+"""Per-call dispatch of one loop nest: read its inputs, check them, find or build a variant.
+
+``NestRunner`` is an ``asp_core`` ``Specializer`` whose "function" is one nest of a kernel:
+its arguments are the nest's inputs (arrays, loop-invariant values, and the scalars and loop
+variables it may leave bound), read from the kernel's frame by a generated gather function.
+Running the original code of the nest is its plain-Python fallback: the hook then returns
+``RUN_ORIGINAL`` and the rewritten kernel runs the loop itself (see ``rewrite``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+from asp_core import config as config_module
+from asp_core.errors import UnsupportedArgument
+from asp_core.signature import ArraySig, signature_of
+from asp_core.specializer import PYTHON, Specializer, Variant
+from asp_core.templates import render
+
+from .codegen.python import compile_python, python_source
+from .lowering import KernelContext
+from .pipeline import NestAnalysis, RejectedNest
+from .rewrite import NO_VALUE, RUN_ORIGINAL
+
+_GATHER_IDS = itertools.count()
+
+
+class NestRunner(Specializer):
+    """Dispatches one nest of one kernel instance."""
+
+    backends = (PYTHON,)
+
+    def __init__(self, analysis: NestAnalysis | RejectedNest, ctx: KernelContext, *,
+                 backend: str | None = None, strict: bool = False,
+                 config: config_module.Config | None = None):
+        kernel_func = ctx.fa.func
+        super().__init__(kernel_func, backend=backend, strict=strict, config=config)
+        self.analysis = analysis
+        self.name = f"{kernel_func.__qualname__}: loop nest {analysis.index} (line {analysis.line})"
+        self.last_schedule = None
+        self._gather = None
+        if not isinstance(analysis, RejectedNest):
+            self._gather = _make_gather(analysis, ctx)
+
+    # -- the hook ----------------------------------------------------------------------------
+
+    def enter(self, local_values: dict[str, Any]) -> Any:
+        """Run the nest for the kernel frame whose locals are ``local_values``."""
+        if self._gather is None:
+            error = self.analysis.error
+            return self._fallback(str(error), (), {}, error)
+        try:
+            inputs = self._gather(local_values)
+        except (KeyError, AttributeError, ValueError, NameError) as exc:
+            reason = UnsupportedArgument(f"an input of the nest has no value ({exc!r}); "
+                                         "the original code raises the error")
+            return self._fallback(str(reason), (), {}, reason)
+        return self(*inputs)
+
+    def run_python(self, args: Sequence[Any], kwargs: dict) -> Any:
+        return RUN_ORIGINAL
+
+    # -- Specializer hooks --------------------------------------------------------------------
+
+    def signature(self, args: Sequence[Any]):
+        return signature_of(args)
+
+    def build(self, backend: str, signature, args: Sequence[Any]) -> Variant:
+        analysis = self.analysis
+        check_arguments(analysis, signature)
+        if backend != PYTHON:
+            return super().build(backend, signature, args)
+        schedule = analysis.sequential
+        run = python_executor(analysis, schedule, self.name)
+        self.dump(f"nest{analysis.index}.dast.txt", analysis.nest.dump())
+        return Variant(PYTHON, _recording(self, run, schedule))
+
+
+def _recording(runner: NestRunner, run, schedule):
+    def variant(*inputs):
+        runner.last_schedule = schedule
+        return run(*inputs)
+    return variant
+
+
+def check_arguments(analysis: NestAnalysis, signature) -> None:
+    """Raise ``UnsupportedArgument`` if the values cannot run through a variant."""
+    names = analysis.names
+    for name, sig in zip(names.inputs, signature):
+        if name in names.arrays:
+            if not isinstance(sig, ArraySig):
+                raise UnsupportedArgument(f"'{name}' is indexed as an array but is a {sig}, not "
+                                          "a NumPy array")
+            if sig.dtype.kind not in "biuf":
+                raise UnsupportedArgument(f"array '{name}' has dtype {sig.dtype}; only bool, "
+                                          "integer and floating-point arrays are specialized")
+            rank = analysis.ranks.get(name)
+            if rank is not None and rank != sig.ndim:
+                raise UnsupportedArgument(f"array '{name}' has {sig.ndim} dimensions but is "
+                                          f"indexed with {rank} subscripts (one element at a "
+                                          "time is supported)")
+
+
+def python_executor(analysis: NestAnalysis, schedule, title: str, order: str = "source",
+                    seed: int | None = None):
+    """The plain-Python executor of ``analysis`` under ``schedule``."""
+    names = analysis.names
+    fa_name = f"nest_{analysis.index}"
+    header = f"plain-Python executor ({order} order) of {title}"
+    source, calls = python_source(analysis.nest, schedule, names.inputs, names.outputs,
+                                  name=fa_name, header=header, order=order)
+    return compile_python(source, fa_name, calls, f"<asp {title}>", seed)
+
+
+def gather_source(analysis: NestAnalysis, ctx: KernelContext, name: str) -> str:
+    """Python source of a function reading the nest's inputs from the kernel's locals (L),
+    globals (G) and closure cells (C); ``UNBOUND`` for outputs the kernel has not bound yet."""
+    freevars = ctx.fa.func.__code__.co_freevars
+    items = []
+    for input_name in analysis.names.inputs:
+        base, _, attr = input_name.partition(".")
+        if base in ctx.local_names:
+            if attr:
+                read = f"L[{base!r}].{attr}"
+            elif input_name in analysis.names.outputs and input_name not in analysis.required:
+                read = f"L.get({input_name!r}, UNBOUND)"
+            else:
+                read = f"L[{input_name!r}]"
+        elif base in freevars:
+            read = f"C[{base!r}].cell_contents" + (f".{attr}" if attr else "")
+        else:
+            read = f"G[{base!r}]" + (f".{attr}" if attr else "")
+        items.append(read)
+    return render("loopnest/python_gather.py.mako", name=name, items=items)
+
+
+def _make_gather(analysis: NestAnalysis, ctx: KernelContext):
+    """The gather function of ``analysis``, bound to the kernel's globals and closure."""
+    kernel_func = ctx.fa.func
+    name = f"gather_{next(_GATHER_IDS)}"
+    namespace: dict[str, Any] = {}
+    exec(compile(gather_source(analysis, ctx, name), f"<asp gather {name}>", "exec"),  # noqa: S102
+         namespace)
+    gather = namespace[name]
+    globals_ = kernel_func.__globals__
+    cells = dict(zip(kernel_func.__code__.co_freevars, kernel_func.__closure__ or ()))
+
+    def read(local_values: dict[str, Any]) -> tuple:
+        return gather(local_values, globals_, cells, NO_VALUE)
+
+    return read

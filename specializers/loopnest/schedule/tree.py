@@ -1,0 +1,62 @@
+"""The schedule tree: the loop structure code generation walks.
+
+A ``Schedule`` is a tree of ``SLoop`` (a copy of source loop ``lid``, sequential or parallel)
+and ``SStmt`` (statement ``sid``). Loop distribution makes several copies of one source loop;
+interchange nests them in another order. Each statement also gets a ``StatementSchedule``:
+which of its loops must run sequentially, which may run in parallel, which are reductions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from asp_core.dast import Node
+
+
+@dataclass(frozen=True)
+class SStmt(Node):
+    sid: int
+
+
+@dataclass(frozen=True)
+class SLoop(Node):
+    """A copy of source loop ``lid``. ``parallel``: its iterations may run in any order or at
+    once. ``reductions``: (scalar, operator) pairs combined across iterations. ``private``:
+    scalars each iteration has its own copy of; ``lastprivate`` those whose value after the
+    loop is the last iteration's."""
+
+    lid: int
+    parallel: bool
+    body: tuple["SLoop | SStmt", ...]
+    reductions: tuple[tuple[str, str], ...] = ()
+    private: tuple[str, ...] = ()
+    lastprivate: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StatementSchedule(Node):
+    """For one statement: its loop variables split by how they may run."""
+
+    sid: int
+    sequential: tuple[str, ...]
+    parallel: tuple[str, ...]
+    reductions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Schedule(Node):
+    root: tuple[SLoop | SStmt, ...]
+    statements: tuple[StatementSchedule, ...]
+
+    def of(self, sid: int) -> StatementSchedule:
+        return self.statements[sid]
+
+    def parallel_loops(self) -> tuple[str, ...]:
+        """Loop variables that run in parallel for every statement they enclose."""
+        candidates: dict[str, bool] = {}
+        for st in self.statements:
+            for var in st.sequential:
+                candidates[var] = False
+            for var in st.parallel + st.reductions:
+                candidates.setdefault(var, True)
+        return tuple(v for v, ok in candidates.items() if ok)

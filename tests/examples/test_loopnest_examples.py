@@ -1,0 +1,45 @@
+"""The twelve ALPyNA benchmark programs: each against its NumPy formulation (and plain Python),
+specialized in strict mode, at small sizes. Also the shared harness."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from examples.harness import ExampleResult, run_example, same
+
+SMALL = {
+    "vadd": dict(n=1000), "saxpy": dict(n=1000), "hilbert": dict(n=17),
+    "jacobi": dict(n=23), "conway": dict(n=19), "mandelbrot": dict(n=16, max_iter=20),
+    "black_scholes": dict(n=500), "gemm": dict(n=9), "gemver": dict(n=11),
+    "syr2k": dict(n=9, m=7), "conv2d": dict(n=13, k=3),
+    "fbcorr": dict(batch=2, channels=2, size=8, nfilters=3, fsize=3),
+}
+KERNELS = {"vadd": "VAdd", "saxpy": "Saxpy", "hilbert": "Hilbert", "jacobi": "Jacobi",
+           "conway": "Conway", "mandelbrot": "Mandelbrot", "black_scholes": "BlackScholes",
+           "gemm": "Gemm", "gemver": "Gemver", "syr2k": "Syr2k", "conv2d": "Conv2D",
+           "fbcorr": "FBCorr"}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_example_matches_numpy_and_python(name):
+    module = importlib.import_module(f"examples.{name}")
+    cls = getattr(module, KERNELS[name])
+    result = run_example(name, lambda backend=None: cls(backend="python", strict=True),
+                         module.make_inputs(**SMALL[name]), module.numpy_reference)
+    assert result.matches_numpy, result.line()
+    assert result.matches_python, result.line()
+    assert result.backends and all(b == "python" for b in result.backends)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_example_main_runs(name):
+    module = importlib.import_module(f"examples.{name}")
+    result = module.main(**SMALL[name], backend="python")
+    assert isinstance(result, ExampleResult) and result.matches_numpy and result.matches_python
+
+
+def test_same():
+    assert same((1.0, np.array([1.0, np.nan])), (1.0 + 1e-12, np.array([1.0, np.nan])))
+    assert not same(np.array([1, 2]), np.array([1, 3]))
+    assert not same(np.zeros(2), np.zeros(3))

@@ -1,0 +1,36 @@
+"""Helpers for loop-nest tests: run a kernel specialized and as written, and compare."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+
+def identical(a: Any, b: Any) -> bool:
+    """Exactly equal results: arrays element for element (NaN equal to NaN), same dtypes, and
+    scalars equal with the same type."""
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and \
+            bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, float) and a != a:
+        return isinstance(b, float) and b != b and type(a) is type(b)
+    return type(a) is type(b) and a == b
+
+
+def run_both(kernel, *args: Any) -> tuple[Any, Any]:
+    """(specialized result, plain result): each is (return value, arguments after the call)."""
+    spec_args = copy.deepcopy(args)
+    plain_args = copy.deepcopy(args)
+    got = kernel.kernel(*spec_args)
+    want = kernel.original_kernel(*plain_args)
+    return (got, spec_args), (want, plain_args)
+
+
+def assert_same_as_python(kernel, *args: Any) -> Any:
+    got, want = run_both(kernel, *args)
+    assert identical(got, want), f"specialized {got!r}\n        plain {want!r}"
+    return kernel.last_call

@@ -1,0 +1,34 @@
+"""frontend: a kernel's top-level loop nests, and the names it reads outside each."""
+
+import ast
+
+from specializers.loopnest.frontend import kernel_source, names_read_outside, top_level_loops
+
+
+def test_top_level_loops_inside_compound_statements_but_not_nested_functions():
+    def kernel(self, A, n):
+        for i in range(n):          # 1
+            for j in range(n):      # (inner, not top-level)
+                A[i] = j
+        if n > 1:
+            for i in range(n):      # 2
+                A[i] = 0
+        while n > 0:
+            n -= 1
+            for i in range(n):      # 3
+                A[i] += 1
+
+        def helper():
+            for q in range(3):      # (inside a nested function)
+                pass
+        return helper
+
+    src = kernel_source(kernel)
+    assert [node.lineno - kernel.__code__.co_firstlineno for node in src.nests] == [1, 5, 9]
+    assert src.ctx.self_name == "self" and "helper" in src.ctx.local_names
+
+
+def test_names_read_outside_a_nest():
+    tree = ast.parse("def f(A):\n    s = 0\n    for i in range(3):\n        s += A[i]\n    return s\n")
+    nest = top_level_loops(tree.body[0].body)[0]
+    assert names_read_outside(tree, nest) == frozenset({"s"})
