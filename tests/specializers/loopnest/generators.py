@@ -119,7 +119,7 @@ def statements(draw, loop_vars: list[str], scalars: list[str], indent: str, dept
                                          allow_unsupported))
         elif kind == 8 and depth < 3:
             lines += draw(loop(loop_vars, scalars, indent, depth + 1, allow_unsupported))
-        elif allow_unsupported and draw(st.integers(0, 3)) == 0:
+        elif allow_unsupported and draw(st.integers(0, 1)) == 0:
             text = draw(st.sampled_from(UNSUPPORTED))
             lines.append(indent + text.format(i=indent, v=loop_vars[-1] if loop_vars else "0"))
         else:

@@ -58,7 +58,7 @@ def test_both_outcomes_were_exercised():
     if sum(SEEN.values()) == 0:  # this test was selected alone
         test_generated_kernels()
     assert sum(SEEN.values()) >= 200, SEEN
-    assert SEEN["accepted"] >= 100 and SEEN["rejected"] >= 20, SEEN
+    assert SEEN["accepted"] >= 100 and SEEN["rejected"] >= 10, SEEN
 
 
 def test_strict_mode_names_the_line_of_a_rejected_nest():
