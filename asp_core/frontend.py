@@ -75,7 +75,10 @@ def unwrap_function(func: Callable) -> types.FunctionType:
     return func
 
 
-_AST_CACHE: dict[types.CodeType, FunctionAST] = {}
+# Keyed by the identity of the code object: code objects compare equal across files (CPython
+# leaves co_filename out of code equality), so equal kernels in two modules must not share.
+# The value keeps the code object alive, so its id is not reused.
+_AST_CACHE: dict[int, tuple[types.CodeType, FunctionAST]] = {}
 
 
 def clear_cache() -> None:
@@ -86,12 +89,13 @@ def clear_cache() -> None:
 def function_ast(func: Callable) -> FunctionAST:
     """Parse ``func``'s source into an AST whose positions point into the user's file."""
     func = unwrap_function(func)
-    cached = _AST_CACHE.get(func.__code__)
-    if cached is not None:
+    entry = _AST_CACHE.get(id(func.__code__))
+    if entry is not None:
+        cached = entry[1]
         # Closures made by one ``def`` share the code object, hence the (read-only) tree.
         return cached if cached.func is func else dataclasses.replace(cached, func=func)
     result = _parse(func)
-    _AST_CACHE[func.__code__] = result
+    _AST_CACHE[id(func.__code__)] = (func.__code__, result)
     return result
 
 

@@ -48,7 +48,8 @@ class StatementInfo(Node):
     sid: int
     loops: tuple[int, ...]         # lids of the enclosing loops, outermost first
     accesses: tuple[Access, ...]   # reads in evaluation order, then the write (if an element)
-    scalar_reads: tuple[str, ...]  # scalars (not loop variables or invariants) read
+    scalar_reads: tuple[str, ...]  # scalars the nest writes that this statement reads
+                                   # (including the predicates it and its loops run under)
     scalar_write: str | None       # the scalar assigned, if the target is a scalar
     predicate: str | None
     kind: str                      # "user" or "predicate"
@@ -99,8 +100,10 @@ def access_info(nest: d.Nest, names: NestNames) -> AccessInfo:
             for n in node.walk():
                 if isinstance(n, d.Var) and n.name in nest_scalars and n.name not in scalar_reads:
                     scalar_reads.append(n.name)
-        if stmt.predicate and stmt.predicate not in scalar_reads:
-            scalar_reads.append(stmt.predicate)
+        guards = [stmt.predicate] + [loop.predicate for loop in enclosing]
+        for guard in guards:  # a loop's predicate is read each time the loop starts
+            if guard and guard not in scalar_reads:
+                scalar_reads.append(guard)
         statements.append(StatementInfo(
             sid=stmt.sid, loops=tuple(l.lid for l in enclosing), accesses=tuple(accesses),
             scalar_reads=tuple(scalar_reads), scalar_write=scalar_write,

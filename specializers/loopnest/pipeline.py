@@ -7,8 +7,12 @@ Static, once per kernel (``analyse_kernel``), for each top-level nest:
 A nest outside the supported subset becomes a ``RejectedNest`` holding the
 ``UnsupportedConstruct`` that names the construct and its line; it runs as the original Python.
 
-Per call, for an accepted nest (``runtime.NestRunner`` drives it): bind the run-time values,
-schedule, generate a variant for a backend, build it, run it.
+Per binding of run-time values (``NestAnalysis.plan``, memoized; ``runtime.NestRunner`` drives
+it on each call):
+
+    binding -> dependence testing (what the static part left open) -> scheduling
+
+and then, per call signature and schedule, code generation for a backend, build, run.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from .lowering import KernelContext, lower_nest
 from .names import NestNames, nest_names
 from .pretty import statement as statement_text
 from .scalars import ScalarInfo, classify_scalars, exposed
+from .analysis.binding import Binder, BindingKey, BoundNest, bind_nest
+from .analysis.graph import DependenceGraph, StaticDependences, dependence_graph, static_dependences
+from .schedule.allen_kennedy import schedule_nest
 from .schedule.sequential import sequential_schedule
 from .schedule.tree import Schedule
 
@@ -60,6 +67,50 @@ class NestAnalysis:
     def sequential(self) -> Schedule:
         return sequential_schedule(self.nest)
 
+    # -- staged dependence analysis ------------------------------------------------------------
+
+    @functools.cached_property
+    def static_dependences(self) -> StaticDependences:
+        """The part of the dependence analysis that holds for every call (computed once)."""
+        return static_dependences(self.access, self.scalars, self.statements)
+
+    @functools.cached_property
+    def binder(self) -> Binder:
+        return Binder(self.names, self.access)
+
+    @functools.cached_property
+    def _plans(self) -> dict[BindingKey, "Plan"]:
+        return {}
+
+    def plan(self, key: BindingKey) -> "Plan":
+        """Dependence graph and schedule for one binding (memoized per binding)."""
+        found = self._plans.get(key)
+        if found is None:
+            if len(self._plans) >= PLAN_CACHE_SIZE:
+                self._plans.pop(next(iter(self._plans)))
+            found = self._plans[key] = make_plan(self, key)
+        return found
+
+
+PLAN_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """The per-binding result: the bound nest, its dependence graph and its schedule."""
+
+    bound: BoundNest
+    graph: DependenceGraph
+    schedule: Schedule
+
+
+def make_plan(analysis: NestAnalysis, key: BindingKey) -> Plan:
+    """Finish the staged analysis for one binding: bind, test the remaining pairs, schedule."""
+    bound = bind_nest(analysis.names, analysis.access, analysis.binder.atoms, key)
+    graph = dependence_graph(analysis.access, analysis.static_dependences, bound)
+    schedule = schedule_nest(analysis.nest, analysis.access, analysis.scalars, graph)
+    return Plan(bound, graph, schedule)
+
 
 @dataclass(frozen=True, eq=False)
 class RejectedNest:
@@ -80,20 +131,20 @@ class KernelAnalysis:
     nests: tuple[NestAnalysis | RejectedNest, ...]
 
 
-_KERNELS: dict[object, KernelAnalysis] = {}
+# Keyed by the function's identity (the value keeps it alive, so the id is not reused).
+_KERNELS: dict[int, KernelAnalysis] = {}
 
 
 def analyse_kernel(func: Callable) -> KernelAnalysis:
-    """The static analysis of a kernel method (memoized per code object)."""
-    code = getattr(func, "__code__", None)
-    found = _KERNELS.get(code)
+    """The static analysis of a kernel method (memoized per function)."""
+    found = _KERNELS.get(id(func))
     if found is not None and found.source.fa.func is func:
         return found
     source = kernel_source(func)
     nests = tuple(analyse_nest(source.ctx, node, index)
                   for index, node in enumerate(source.nests))
     result = KernelAnalysis(source, nests)
-    _KERNELS[code] = result
+    _KERNELS[id(func)] = result
     return result
 
 

@@ -26,6 +26,10 @@ from .rewrite import NO_VALUE, RUN_ORIGINAL
 _GATHER_IDS = itertools.count()
 
 
+#: The plain-Python executor run as an order checker: parallel loops reversed or shuffled.
+CHECKERS = {"python-reversed": "reversed", "python-shuffled": "shuffled"}
+
+
 class NestRunner(Specializer):
     """Dispatches one nest of one kernel instance."""
 
@@ -39,7 +43,9 @@ class NestRunner(Specializer):
         self.analysis = analysis
         self.name = f"{kernel_func.__qualname__}: loop nest {analysis.index} (line {analysis.line})"
         self.last_schedule = None
+        self.last_plan = None
         self._gather = None
+        self._executors: dict = {}
         if not isinstance(analysis, RejectedNest):
             self._gather = _make_gather(analysis, ctx)
 
@@ -64,22 +70,47 @@ class NestRunner(Specializer):
     # -- Specializer hooks --------------------------------------------------------------------
 
     def signature(self, args: Sequence[Any]):
-        return signature_of(args)
+        """Types of the inputs, and the binding of the values the analysis depends on."""
+        types = signature_of(args)
+        check_arguments(self.analysis, types)
+        return types, self.analysis.binder.key(args)
 
     def build(self, backend: str, signature, args: Sequence[Any]) -> Variant:
         analysis = self.analysis
-        check_arguments(analysis, signature)
-        if backend != PYTHON:
-            return super().build(backend, signature, args)
-        schedule = analysis.sequential
-        run = python_executor(analysis, schedule, self.name)
-        self.dump(f"nest{analysis.index}.dast.txt", analysis.nest.dump())
-        return Variant(PYTHON, _recording(self, run, schedule))
+        types, key = signature
+        plan = analysis.plan(key)
+        if backend == PYTHON or backend in CHECKERS:
+            order = CHECKERS.get(backend, "source")
+            memo = (order, plan.schedule)
+            run = self._executors.get(memo)
+            if run is None:
+                seed = None if order == "reversed" else self.config_seed()
+                run = self._executors[memo] = python_executor(analysis, plan.schedule, self.name,
+                                                              order, seed)
+            self._dump_plan(plan)
+            return Variant(backend, _recording(self, run, plan))
+        return super().build(backend, signature, args)
+
+    def config_seed(self) -> int:
+        import os
+
+        return int(os.environ.get("ASP_SHUFFLE_SEED", "0"))
+
+    def _dump_plan(self, plan) -> None:
+        if self.dump_dir is None:
+            return
+        index = self.analysis.index
+        self.dump(f"nest{index}.dast.txt", self.analysis.nest.dump())
+        self.dump(f"nest{index}.dependences.txt", plan.graph.dump())
+        self.dump(f"nest{index}.schedule.txt", plan.schedule.dump())
 
 
-def _recording(runner: NestRunner, run, schedule):
+def _recording(runner: NestRunner, run, plan):
+    schedule = plan.schedule
+
     def variant(*inputs):
         runner.last_schedule = schedule
+        runner.last_plan = plan
         return run(*inputs)
     return variant
 

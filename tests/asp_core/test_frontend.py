@@ -97,3 +97,20 @@ def test_local_names():
     tree = ast.parse("def f(a, *r, k=1):\n    x = 1\n    for i in range(3): pass\n"
                      "    global g\n    g = 2\n").body[0]
     assert frontend.local_names(tree) == {"a", "r", "k", "x", "i"}
+
+
+def test_equal_functions_in_two_files_keep_their_own_file(tmp_path):
+    """Code objects compare equal across files; the cache must not mix them up."""
+    import importlib.util
+
+    funcs = []
+    for name in ("first_mod", "second_mod"):
+        path = tmp_path / f"{name}.py"
+        path.write_text("def f(x):\n    return x + 1\n")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        funcs.append((module.f, str(path)))
+    assert funcs[0][0].__code__ == funcs[1][0].__code__  # CPython's code equality
+    for func, path in funcs:
+        assert frontend.function_ast(func).filename == path

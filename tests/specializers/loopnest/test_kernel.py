@@ -36,7 +36,9 @@ def test_contract_example_from_architecture():
     assert isinstance(nest.parallel_loops, tuple)
     (st,) = nest.statements
     assert st.line == Gemm.kernel.__wrapped__.__code__.co_firstlineno + 4
-    assert st.sequential == ("k", "i", "j") and st.parallel == () and st.reductions == ()
+    # k carries the accumulation into C; i and j are parallel (moved outward by interchange)
+    assert st.sequential == ("k",) and st.parallel == ("i", "j") and st.reductions == ()
+    assert nest.parallel_loops == ("i", "j")
     report = g.explain(1.0, C, A, B)
     assert "nest 0" in str(report) and "C[i, j] = C[i, j] + alpha * A[i, k] * B[k, j]" in str(report)
 

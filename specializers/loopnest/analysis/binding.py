@@ -1,0 +1,272 @@
+"""Binding: the run-time values a nest's analysis needs, and the nest in integer form.
+
+Per call, ``Binder`` evaluates every invariant atom of the affine forms (``n``, ``self.n``,
+``A.shape[0]``, ``n // 2`` ...) with a generated function, takes the arrays' shapes and finds
+arrays that share memory. The ``BindingKey`` of these values keys the per-binding caches.
+
+``bind_nest`` then rewrites loops and subscripts in *normalized iteration space*: each loop
+runs ``t = 0, 1, ...`` in execution order with ``v = start + step * t``, so a subscript becomes
+an integer affine form of the ``t`` of its loops (``TForm``). For each loop it also records the
+largest ``t`` over all instances (``t_max``) and, as an affine form of the enclosing loops'
+``t``, its extent: the loop runs while ``|step| * t <= extent - 1``. A subscript that Python
+would wrap (always negative: ``A[-1 - i]``) gets the array's extent added; one whose sign may
+change, or that may fall out of range, is marked unknown (``None``), which every test treats
+as "may touch anything".
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from asp_core.errors import UnsupportedArgument
+
+from .. import dast as d
+from ..access import AccessInfo
+from ..affine import Affine, Poly
+from ..names import NestNames
+from ..pretty import PythonExpression
+
+_IDS = itertools.count()
+
+
+@dataclass(frozen=True)
+class TForm:
+    """``sum(coeffs[lid] * t_lid) + const`` over normalized loop iterations."""
+
+    coeffs: tuple[tuple[int, int], ...]  # (lid, coefficient), sorted, no zero
+    const: int
+
+    def as_dict(self) -> dict[int, int]:
+        return dict(self.coeffs)
+
+
+def tform(coeffs: dict[int, int], const: int) -> TForm:
+    return TForm(tuple(sorted((l, c) for l, c in coeffs.items() if c != 0)), const)
+
+
+@dataclass(frozen=True)
+class BoundLoop:
+    lid: int
+    depth: int
+    parent: int
+    var: str
+    step: int
+    start: TForm      # first value of the loop variable, in the enclosing loops' t
+    extent: TForm     # sign(step) * (stop - start), in the enclosing loops' t
+    t_max: int        # the largest t of any instance; -1 if the loop never runs
+    v_low: int        # the loop variable's smallest and largest value (over-approximated)
+    v_high: int
+
+    @property
+    def triangular(self) -> bool:
+        return bool(self.start.coeffs or self.extent.coeffs)
+
+
+@dataclass(frozen=True)
+class BoundAccess:
+    sid: int
+    position: int             # index in the statement's accesses
+    array: str                # canonical name (arrays found identical in memory share one)
+    dims: tuple[TForm | None, ...]
+    write: bool
+
+
+@dataclass(frozen=True)
+class BindingKey:
+    atoms: tuple[int, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    aliases: tuple                     # () when no two arrays share memory
+
+
+@dataclass(frozen=True)
+class BoundNest:
+    key: BindingKey
+    loops: dict[int, BoundLoop]
+    accesses: dict[int, tuple[BoundAccess, ...]]  # sid -> accesses
+    canonical: dict[str, str]                      # array name -> canonical name
+    overlapping: frozenset[frozenset[str]]         # canonical names that may partly overlap
+
+
+def nest_atoms(access: AccessInfo) -> tuple[d.Expr, ...]:
+    """Every invariant atom of the nest's affine forms, in a stable order."""
+    found: set[d.Expr] = set()
+    for loop in access.loops:
+        found |= loop.start.atoms() | loop.stop.atoms() | loop.step.atoms()
+    for st in access.statements:
+        for acc in st.accesses:
+            for form in acc.subscripts:
+                if form is not None:
+                    found |= form.atoms()
+    return tuple(sorted(found, key=lambda a: a.dump(None)))
+
+
+class Binder:
+    """Computes the ``BindingKey`` of a call from the nest's input values."""
+
+    def __init__(self, names: NestNames, access: AccessInfo):
+        from ..codegen.python import identifier
+
+        self.names = names
+        self.atoms = nest_atoms(access)
+        position = {name: i for i, name in enumerate(names.inputs)}
+        self.array_positions = tuple(position[a] for a in names.arrays)
+        written = {acc.array for st in access.statements for acc in st.accesses if acc.write}
+        self.written = tuple(i for i, a in enumerate(names.arrays) if a in written)
+        printer = PythonExpression(name=identifier)
+        fname = f"atoms_{next(_IDS)}"
+        params = ", ".join(identifier(n) for n in names.inputs)
+        body = ", ".join(printer.text(a) for a in self.atoms)
+        source = f"def {fname}({params}):\n    return ({body}{',' if self.atoms else ''})\n"
+        namespace: dict[str, Any] = {}
+        exec(compile(source, f"<asp binding {fname}>", "exec"), namespace)  # noqa: S102
+        self._evaluate = namespace[fname]
+        self.source = source
+
+    def key(self, inputs: Sequence[Any]) -> BindingKey:
+        try:
+            values = self._evaluate(*inputs)
+        except Exception as exc:  # what Python itself would raise; the original code reports it
+            raise UnsupportedArgument(f"a loop bound or subscript cannot be evaluated before "
+                                      f"the nest runs ({type(exc).__name__}: {exc})") from None
+        atoms = []
+        for atom, value in zip(self.atoms, values):
+            if isinstance(value, (int, np.integer)):
+                atoms.append(int(value))
+            else:
+                from ..pretty import expression
+
+                raise UnsupportedArgument(f"'{expression(atom)}' is {value!r}, not an integer; "
+                                          "loop bounds and subscripts must be integers")
+        arrays = [inputs[i] for i in self.array_positions]
+        shapes = tuple(a.shape for a in arrays)
+        return BindingKey(tuple(atoms), shapes, self._aliases(arrays))
+
+    def _aliases(self, arrays: list) -> tuple:
+        found = []
+        for w in self.written:
+            for j, other in enumerate(arrays):
+                if j == w or (j in self.written and j < w):
+                    continue
+                if arrays[w] is other or np.may_share_memory(arrays[w], other):
+                    same = _same_view(arrays[w], other)
+                    found.append((min(w, j), max(w, j), same))
+        return tuple(sorted(set(found)))
+
+
+def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    return (a is b) or (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+                        and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
+
+
+def bind_nest(names: NestNames, access: AccessInfo, atoms: tuple[d.Expr, ...],
+              key: BindingKey) -> BoundNest:
+    """The nest in normalized integer form for the values of ``key``."""
+    values = dict(zip(atoms, key.atoms))
+    loops: dict[int, BoundLoop] = {}
+    vforms: dict[int, TForm] = {}   # loop variable as a TForm of its own and outer t
+    var_lid: dict[int, dict[str, int]] = {}  # per loop: enclosing variable name -> lid
+    for info in access.loops:
+        scope = dict(var_lid.get(info.parent, {}))
+        step = info.step.evaluate(values)
+        if step == 0:
+            raise UnsupportedArgument("a loop step is zero (Python raises ValueError)")
+        start = _to_tform(info.start, values, scope, vforms)
+        stop = _to_tform(info.stop, values, scope, vforms)
+        sign = 1 if step > 0 else -1
+        extent = _combine(stop, start, sign, -sign)
+        outer_ok = info.parent < 0 or loops[info.parent].t_max >= 0
+        lo, hi = _range(extent, loops)
+        t_max = -(-hi // abs(step)) - 1 if outer_ok and hi > 0 else -1
+        scope[info.var] = info.lid
+        var_lid[info.lid] = scope
+        vform = _combine(start, tform({info.lid: 1}, 0), 1, step)
+        vforms[info.lid] = vform
+        loop = BoundLoop(info.lid, info.depth, info.parent, info.var, step, start, extent,
+                         t_max, 0, 0)
+        loops[info.lid] = loop
+        v_lo, v_hi = _range(vform, loops)
+        loops[info.lid] = BoundLoop(info.lid, info.depth, info.parent, info.var, step, start,
+                                    extent, t_max, v_lo, v_hi)
+    canonical, overlapping = _canonical_arrays(names.arrays, key.aliases)
+    shapes = dict(zip(names.arrays, key.shapes))
+    accesses: dict[int, tuple[BoundAccess, ...]] = {}
+    for st in access.statements:
+        scope = var_lid.get(st.loops[-1], {}) if st.loops else {}
+        out = []
+        for position, acc in enumerate(st.accesses):
+            dims = []
+            for k, form in enumerate(acc.subscripts):
+                dims.append(None if form is None else
+                            _wrap(_to_tform(form, values, scope, vforms), shapes[acc.array], k,
+                                  loops))
+            out.append(BoundAccess(st.sid, position, canonical[acc.array], tuple(dims), acc.write))
+        accesses[st.sid] = tuple(out)
+    return BoundNest(key, loops, accesses, canonical, overlapping)
+
+
+def _to_tform(form: Affine, values: dict, scope: dict[str, int], vforms: dict[int, TForm]) -> TForm:
+    coeffs: dict[int, int] = {}
+    const = form.const.evaluate(values)
+    for term in form.terms:
+        c = term.coeff.evaluate(values)
+        if c == 0:
+            continue
+        vf = vforms[scope[term.var]]
+        for lid, k in vf.coeffs:
+            coeffs[lid] = coeffs.get(lid, 0) + c * k
+        const += c * vf.const
+    return tform(coeffs, const)
+
+
+def _combine(a: TForm, b: TForm, ka: int, kb: int) -> TForm:
+    """``ka * a + kb * b``."""
+    coeffs: dict[int, int] = {}
+    for lid, c in a.coeffs:
+        coeffs[lid] = coeffs.get(lid, 0) + ka * c
+    for lid, c in b.coeffs:
+        coeffs[lid] = coeffs.get(lid, 0) + kb * c
+    return tform(coeffs, ka * a.const + kb * b.const)
+
+
+def _range(form: TForm, loops: dict[int, BoundLoop]) -> tuple[int, int]:
+    """Smallest and largest value of ``form`` with every t in [0, t_max] (a bounding box)."""
+    lo = hi = form.const
+    for lid, c in form.coeffs:
+        top = max(loops[lid].t_max, 0)
+        if c > 0:
+            hi += c * top
+        else:
+            lo += c * top
+    return lo, hi
+
+
+def _wrap(form: TForm, shape: tuple[int, ...], dim: int, loops: dict[int, BoundLoop]) -> TForm | None:
+    """Python's negative-index wrap-around, where it applies to every instance; else None."""
+    if dim >= len(shape):
+        return None
+    extent = shape[dim]
+    lo, hi = _range(form, loops)
+    if 0 <= lo and hi < extent:
+        return form
+    if -extent <= lo and hi < 0:
+        return TForm(form.coeffs, form.const + extent)
+    return None
+
+
+def _canonical_arrays(arrays: tuple[str, ...], aliases: tuple) -> tuple[dict[str, str], frozenset]:
+    canonical = {a: a for a in arrays}
+    overlapping = set()
+    for i, j, same in aliases:
+        a, b = arrays[i], arrays[j]
+        if same:
+            root = min(canonical[a], canonical[b])
+            for name, c in list(canonical.items()):
+                if c in (canonical[a], canonical[b]):
+                    canonical[name] = root
+        else:
+            overlapping.add((a, b))
+    return canonical, frozenset(frozenset((canonical[a], canonical[b])) for a, b in overlapping)

@@ -1,0 +1,278 @@
+"""The dependence graph of a nest: statements, and edges with kind, direction vector, distance,
+carrying level and the test that decided them.
+
+Staged, after ALPyNA's partial evaluation cache:
+
+* ``static_dependences`` runs once per nest: the scalar dependences (from the scalar
+  classification: private scalars carry nothing across the loops they are private to, and
+  reduction updates are marked as such), the list of array reference pairs to test, and the
+  pairs already proven independent whatever the run-time values (ZIV or GCD on subscripts
+  without symbols);
+* ``dependence_graph`` runs once per binding: it tests the remaining pairs on the bound nest
+  and assembles the graph.
+
+Edges are oriented from the statement instance that runs first. ``level`` is the position (1 =
+outermost) of the common loop that carries the dependence, or None for a loop-independent one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+
+from asp_core.dast import Node
+
+from ..access import AccessInfo
+from ..affine import Affine
+from ..pretty import expression
+from ..scalars import PRIVATE, REDUCTION, ScalarInfo, reduction_family
+from .binding import BoundNest
+from .dependence import STAR, PairResult, test_pair
+
+FLOW, ANTI, OUTPUT = "flow", "anti", "output"
+
+
+@dataclass(frozen=True)
+class Edge(Node):
+    source: int
+    sink: int
+    kind: str
+    variable: str
+    loops: tuple[int, ...]          # the common loops (lids), outermost first
+    vector: tuple[str, ...]
+    level: int | None               # carrying level; None: loop-independent
+    distance: tuple[int | None, ...]
+    test: str
+    reduction: str | None = None    # the reduction operator, for a reduction's own edges
+
+    @property
+    def carried(self) -> bool:
+        return self.level is not None
+
+
+@dataclass(frozen=True)
+class PairRecord(Node):
+    """One tested pair of references and its outcome (for ``explain``)."""
+
+    first: str
+    second: str
+    outcome: str
+    edges: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DependenceGraph(Node):
+    edges: tuple[Edge, ...]
+    pairs: tuple[PairRecord, ...]
+
+
+@dataclass(frozen=True)
+class StaticDependences:
+    scalar_edges: tuple[Edge, ...]
+    pairs: tuple[tuple[int, int, int, int], ...]   # (sid1, pos1, sid2, pos2) to test per binding
+    proven: tuple[tuple[tuple[int, int, int, int], str], ...]  # pairs independent whatever binds
+
+
+def _kind(first_writes: bool, second_writes: bool) -> str | None:
+    if first_writes and second_writes:
+        return OUTPUT
+    if first_writes:
+        return FLOW
+    if second_writes:
+        return ANTI
+    return None
+
+
+def common_loops(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        out.append(x)
+    return tuple(out)
+
+
+# -- static part ---------------------------------------------------------------------------------
+
+def static_dependences(access: AccessInfo, scalars: ScalarInfo, statements) -> StaticDependences:
+    pairs, proven = [], []
+    flat = [(st.sid, pos, acc) for st in access.statements for pos, acc in enumerate(st.accesses)]
+    for i, (s1, p1, a1) in enumerate(flat):
+        for s2, p2, a2 in flat[i:]:
+            if a1.array != a2.array or not (a1.write or a2.write):
+                continue
+            key = (s1, p1, s2, p2)
+            verdict = _static_verdict(a1.subscripts, a2.subscripts)
+            if verdict:
+                proven.append((key, verdict))
+            else:
+                pairs.append(key)
+    return StaticDependences(scalar_edges(access, scalars, statements), tuple(pairs), tuple(proven))
+
+
+def _static_verdict(f: tuple[Affine | None, ...], g: tuple[Affine | None, ...]) -> str | None:
+    """Independence that holds for every binding (no symbols involved), else None."""
+    for a, b in zip(f, g):
+        if a is None or b is None or a.atoms() or b.atoms():
+            continue
+        if not a.terms and not b.terms:
+            if a.const.constant != b.const.constant:
+                return "ZIV"
+            continue
+        coeffs = [t.coeff.constant for t in a.terms] + [t.coeff.constant for t in b.terms]
+        g_ = 0
+        for c in coeffs:
+            g_ = gcd(g_, c)
+        if g_ and (b.const.constant - a.const.constant) % g_:
+            return "GCD"
+    return None
+
+
+def scalar_edges(access: AccessInfo, scalars: ScalarInfo, statements) -> tuple[Edge, ...]:
+    """Dependences through scalars the nest writes (every instance touches the same value)."""
+    edges: list[Edge] = []
+    users: dict[str, list] = {}
+    for st in access.statements:
+        for name in set(st.scalar_reads) | ({st.scalar_write} - {None}):
+            users.setdefault(name, []).append(st)
+    for name in sorted(users):
+        sts = users[name]
+        for i, x in enumerate(sts):
+            for y in sts[i:]:
+                edges += _scalar_pair_edges(name, x, y, scalars, statements)
+                if x is not y:
+                    edges += _scalar_pair_edges(name, y, x, scalars, statements,
+                                                loop_independent=False)
+    return tuple(edges)
+
+
+def _scalar_pair_edges(name: str, x, y, scalars: ScalarInfo, statements,
+                       loop_independent: bool = True) -> list[Edge]:
+    """Edges from statement x to statement y on scalar ``name`` (x's instance first)."""
+    loops = common_loops(x.loops, y.loops)
+    out: list[Edge] = []
+    reads = {st.sid: name in st.scalar_reads for st in (x, y)}
+    writes = {st.sid: st.scalar_write == name for st in (x, y)}
+    kinds = []
+    for kind, ok in ((FLOW, writes[x.sid] and reads[y.sid]), (ANTI, reads[x.sid] and writes[y.sid]),
+                     (OUTPUT, writes[x.sid] and writes[y.sid])):
+        if ok:
+            kinds.append(kind)
+    if not kinds:
+        return out
+    private_depths = {k for k, lid in enumerate(loops, 1)
+                      if (c := scalars.of(name, lid)) is not None and c.kind == PRIVATE}
+    for level in range(1, len(loops) + 1):
+        if any(p >= level for p in private_depths):
+            continue
+        cls = scalars.of(name, loops[level - 1])
+        reduction = None
+        if cls is not None and cls.kind == REDUCTION and \
+                reduction_family(statements[x.sid], name) and reduction_family(statements[y.sid], name):
+            reduction = cls.op
+        vector = ("=",) * (level - 1) + ("<",) + (STAR,) * (len(loops) - level)
+        for kind in kinds:
+            out.append(Edge(x.sid, y.sid, kind, name, loops, vector, level,
+                            (None,) * len(loops), "scalar", reduction))
+    if loop_independent and x.sid < y.sid:
+        for kind in kinds:
+            out.append(Edge(x.sid, y.sid, kind, name, loops, ("=",) * len(loops), None,
+                            (None,) * len(loops), "scalar"))
+    return out
+
+
+# -- per binding -----------------------------------------------------------------------------------
+
+def dependence_graph(access: AccessInfo, static: StaticDependences, bound: BoundNest,
+                     exact: bool = True) -> DependenceGraph:
+    edges: list[Edge] = list(static.scalar_edges)
+    records: list[PairRecord] = []
+    for key, verdict in static.proven:
+        records.append(PairRecord(_describe(access, key[0], key[1]), _describe(access, key[2], key[3]),
+                                  f"independent ({verdict}, decided once)", ()))
+    pairs = list(static.pairs) + _alias_pairs(access, bound)
+    for key in pairs:
+        s1, p1, s2, p2 = key
+        a, b = bound.accesses[s1][p1], bound.accesses[s2][p2]
+        loops1, loops2 = access.statements[s1].loops, access.statements[s2].loops
+        common = common_loops(loops1, loops2)
+        first, second = _describe(access, s1, p1), _describe(access, s2, p2)
+        if _dead(bound, loops1) or _dead(bound, loops2):
+            records.append(PairRecord(first, second, "independent (a statement never runs)", ()))
+            continue
+        if a.array != b.array:  # distinct names that may partly overlap in memory
+            result = PairResult(((STAR,) * len(common),), (None,) * len(common),
+                                "arrays may overlap in memory")
+        else:
+            result = test_pair(a, b, loops1, loops2, common, bound.loops, exact)
+        if result.independent:
+            records.append(PairRecord(first, second, f"independent ({result.test})", ()))
+            continue
+        new = orient(result, a, b, s1, s2, common, self_pair=(s1, p1) == (s2, p2),
+                     variable=access.statements[s1].accesses[p1].array)
+        indices = tuple(range(len(edges), len(edges) + len(new)))
+        edges.extend(new)
+        records.append(PairRecord(first, second, f"dependent ({result.test})", indices))
+    return DependenceGraph(tuple(edges), tuple(records))
+
+
+def _dead(bound: BoundNest, loops: tuple[int, ...]) -> bool:
+    return any(bound.loops[lid].t_max < 0 for lid in loops)
+
+
+def _alias_pairs(access: AccessInfo, bound: BoundNest) -> list[tuple[int, int, int, int]]:
+    """Pairs of references to differently named arrays that share memory in this call."""
+    if not bound.key.aliases:
+        return []
+    out = []
+    flat = [(st.sid, pos, acc) for st in access.statements for pos, acc in enumerate(st.accesses)]
+    for i, (s1, p1, a1) in enumerate(flat):
+        for s2, p2, a2 in flat[i:]:
+            if a1.array == a2.array or not (a1.write or a2.write):
+                continue
+            c1, c2 = bound.canonical[a1.array], bound.canonical[a2.array]
+            if c1 == c2 or frozenset((c1, c2)) in bound.overlapping:
+                out.append((s1, p1, s2, p2))
+    return out
+
+
+def _describe(access: AccessInfo, sid: int, pos: int) -> str:
+    acc = access.statements[sid].accesses[pos]
+    index = ", ".join(expression(i) for i in acc.index)
+    return f"S{sid} {'writes' if acc.write else 'reads'} {acc.array}[{index}]"
+
+
+def orient(result: PairResult, a, b, s1: int, s2: int, common: tuple[int, ...], *,
+           self_pair: bool, variable: str) -> list[Edge]:
+    """Edges from the pair's vectors, each from the instance that runs first."""
+    edges: list[Edge] = []
+    n = len(common)
+
+    def add(source_is_a: bool, vector: tuple[str, ...], level: int | None, sign: int) -> None:
+        src, dst = (a, b) if source_is_a else (b, a)
+        kind = _kind(src.write, dst.write)
+        if kind is None:
+            return
+        dist = tuple(None if x is None else sign * x for x in result.distances) or (None,) * n
+        edges.append(Edge(src.sid, dst.sid, kind, variable, common, vector, level, dist,
+                          result.test))
+
+    flip = {"<": ">", ">": "<", "=": "=", STAR: STAR}
+    for vector in result.vectors:
+        stack = [tuple(vector)]
+        while stack:
+            v = stack.pop()
+            first = next((k for k, x in enumerate(v) if x != "="), None)
+            if first is None:  # loop-independent: textual order decides
+                if s1 != s2:
+                    add(s1 < s2, v, None, 1 if s1 < s2 else -1)
+                continue
+            x = v[first]
+            if x == STAR:
+                for choice in ("<", "=", ">"):
+                    stack.append(v[:first] + (choice,) + v[first + 1:])
+            elif x == "<":
+                add(True, v, first + 1, 1)
+            elif not self_pair:  # ">": b's instance runs first (a pair with itself: seen as "<")
+                add(False, tuple(flip[y] for y in v), first + 1, -1)
+    return edges

@@ -1,0 +1,309 @@
+"""Parallel schedules after Allen and Kennedy's code generation (ch. 2 and 6).
+
+``schedule_nest`` walks the loop tree level by level. At level k, among the statements of a
+loop body, it groups statements that must stay together (those sharing a scalar private to a
+loop at depth >= k: its definition and its uses must see the same iteration), finds the
+strongly connected components of the dependence graph restricted to dependences carried at
+level k or deeper (or loop-independent), and emits them in topological order (loop
+distribution). A component whose statements carry no dependence at level k runs that loop in
+parallel; reduction updates may carry their own reduction dependences and still run in
+parallel, combined by the reduction. Consecutive parallel components of the same loop with no
+dependence carried at level k between them are fused again (typed fusion), so distribution
+never costs a separate parallel loop per statement. A sequential component that forms a perfect
+band is offered to ``interchange``, which moves parallel loops outward when that is legal
+(gemm with k innermost, or k outermost, runs i and j in parallel and k sequentially).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from .. import dast as d
+from ..access import AccessInfo
+from ..analysis.graph import DependenceGraph, Edge
+from ..scalars import PRIVATE, ScalarInfo, reduction_family
+from .interchange import parallel_outward
+from .tree import Schedule, SLoop, SStmt, StatementSchedule
+
+
+@dataclass
+class _Context:
+    loops: dict[int, d.Loop]
+    depth: dict[int, int]
+    stmt_loops: dict[int, tuple[int, ...]]
+    statements: dict[int, d.Assign]
+    edges: tuple[Edge, ...]
+    private_groups: list[tuple[int, frozenset[int]]]          # (depth, statements)
+    private_at: dict[int, list[tuple[str, bool]]]             # lid -> [(scalar, lastprivate)]
+    access: AccessInfo
+
+
+def schedule_nest(nest: d.Nest, access: AccessInfo, scalars: ScalarInfo,
+                  graph: DependenceGraph) -> Schedule:
+    loops = {loop.lid: loop for loop in d.loops(nest.loop)}
+    stmt_loops = {st.sid: st.loops for st in access.statements}
+    depth = {info.lid: info.depth for info in access.loops}
+    private_groups, private_at = [], {}
+    for c in scalars.classes:
+        if c.kind != PRIVATE:
+            continue
+        users = frozenset(st.sid for st in access.statements if c.lid in st.loops and
+                          (c.name in st.scalar_reads or st.scalar_write == c.name))
+        private_groups.append((depth[c.lid], users))
+        private_at.setdefault(c.lid, []).append((c.name, c.lastprivate))
+    ctx = _Context(loops, depth, stmt_loops, {s.sid: s for s in d.statements(nest.loop)},
+                   graph.edges, private_groups, private_at, access)
+    root = _build(ctx, 1, None, frozenset(stmt_loops))
+    return Schedule(tuple(root), statement_schedules(root, ctx))
+
+
+def _build(ctx: _Context, level: int, container: int | None, stmts: frozenset[int]) -> list:
+    edges = [e for e in ctx.edges if e.source in stmts and e.sink in stmts
+             and (e.level is None or e.level >= level)]
+    groups = _private_groups(ctx, level, stmts)
+    components = _ordered_components(stmts, edges, groups)
+    out: list = []
+    run: list[int] = []
+    run_loop: int | None = None
+    run_parallel = False
+
+    def flush() -> None:
+        if run:
+            out.extend(_emit_loop(ctx, level, run_loop, frozenset(run), run_parallel, edges))
+            run.clear()
+
+    for comp in components:
+        sample = next(iter(comp))
+        if len(ctx.stmt_loops[sample]) == level - 1:  # a statement directly in the container
+            # Such statements share no loop at this level, so they cannot be in a cycle.
+            assert len(comp) == 1, comp
+            flush()
+            run_loop = None
+            out.append(SStmt(sample))
+            continue
+        lid = ctx.stmt_loops[sample][level - 1]
+        parallel = not any(e.level == level and e.reduction is None
+                           for e in edges if e.source in comp and e.sink in comp)
+        fusable = (run and lid == run_loop and parallel and run_parallel and not any(
+            e.level == level and e.reduction is None for e in edges
+            if (e.source in run and e.sink in comp) or (e.source in comp and e.sink in run)))
+        if not fusable:
+            flush()
+        run_loop, run_parallel = lid, parallel
+        run.extend(sorted(comp))
+    flush()
+    return out
+
+
+def _private_groups(ctx: _Context, level: int, stmts: frozenset[int]) -> dict[int, int]:
+    """Union-find: statement -> representative, joining users of scalars private to a loop
+    at depth >= level."""
+    parent = {s: s for s in stmts}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for depth, users in ctx.private_groups:
+        if depth < level:
+            continue
+        members = sorted(users & stmts)
+        for other in members[1:]:
+            parent[find(other)] = find(members[0])
+    return {s: find(s) for s in stmts}
+
+
+def _ordered_components(stmts: frozenset[int], edges: list[Edge], groups: dict[int, int]
+                        ) -> list[frozenset[int]]:
+    """Strongly connected components of the group graph, in a topological order that follows
+    the source order where dependences leave a choice."""
+    nodes = sorted(set(groups.values()))
+    succ: dict[int, set[int]] = {n: set() for n in nodes}
+    for e in edges:
+        a, b = groups[e.source], groups[e.sink]
+        if a != b:
+            succ[a].add(b)
+    comp_of = _tarjan(nodes, succ)
+    members: dict[int, set[int]] = {}
+    for s in stmts:
+        members.setdefault(comp_of[groups[s]], set()).add(s)
+    csucc: dict[int, set[int]] = {c: set() for c in members}
+    indeg = {c: 0 for c in members}
+    for a in nodes:
+        for b in succ[a]:
+            ca, cb = comp_of[a], comp_of[b]
+            if ca != cb and cb not in csucc[ca]:
+                csucc[ca].add(cb)
+                indeg[cb] += 1
+    heap = [(min(members[c]), c) for c in members if indeg[c] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, c = heapq.heappop(heap)
+        order.append(frozenset(members[c]))
+        for nxt in csucc[c]:
+            indeg[nxt] -= 1
+            if indeg[nxt] == 0:
+                heapq.heappush(heap, (min(members[nxt]), nxt))
+    assert len(order) == len(members), "the condensation of a graph is acyclic"
+    return order
+
+
+def _tarjan(nodes: list[int], succ: dict[int, set[int]]) -> dict[int, int]:
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    comp: dict[int, int] = {}
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(succ[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(succ[nxt]))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                while True:
+                    x = stack.pop()
+                    on_stack.discard(x)
+                    comp[x] = node
+                    if x == node:
+                        break
+    return comp
+
+
+def _loop_clauses(ctx: _Context, lid: int, stmts: frozenset[int], edges: list[Edge],
+                  level: int) -> tuple[tuple, tuple, tuple]:
+    reductions = sorted({(e.variable, e.reduction) for e in edges
+                         if e.level == level and e.reduction is not None
+                         and e.source in stmts and e.sink in stmts})
+    used = set()
+    for sid in stmts:
+        info = ctx.access.statements[sid]
+        used |= set(info.scalar_reads) | ({info.scalar_write} - {None})
+    private = [(name, last) for name, last in ctx.private_at.get(lid, []) if name in used]
+    return (tuple(reductions), tuple(sorted(n for n, _ in private)),
+            tuple(sorted(n for n, last in private if last)))
+
+
+def _emit_loop(ctx: _Context, level: int, lid: int, stmts: frozenset[int], parallel: bool,
+               edges: list[Edge]) -> list:
+    reductions, private, lastprivate = _loop_clauses(ctx, lid, stmts, edges, level)
+    body = tuple(_build(ctx, level + 1, lid, stmts))
+    distributed = SLoop(lid, parallel, body, reductions if parallel else (), private, lastprivate)
+    if not parallel:
+        band = _interchanged_band(ctx, level, lid, stmts, edges)
+        if band is not None and _score(band, ctx) > _score(distributed, ctx):
+            return [band]
+    return [distributed]
+
+
+def _score(node: SLoop, ctx: _Context) -> tuple[int, int]:
+    """How much parallelism a subtree exposes: the number of (statement, parallel loop)
+    pairs, then how many of those parallel loops come before any sequential one."""
+    total = outer = 0
+    for sch in statement_schedules([node], ctx):
+        total += len(sch.parallel) + len(sch.reductions)
+    def walk(n, prefix: bool) -> None:
+        nonlocal outer
+        if isinstance(n, SStmt):
+            return
+        still = prefix and n.parallel
+        if still:
+            outer += sum(1 for _ in _statements_in(n))
+        for child in n.body:
+            walk(child, still)
+    walk(node, True)
+    return total, outer
+
+
+def _statements_in(node):
+    if isinstance(node, SStmt):
+        yield node.sid
+    else:
+        for child in node.body:
+            yield from _statements_in(child)
+
+
+def _interchanged_band(ctx: _Context, level: int, lid: int, stmts: frozenset[int],
+                       edges: list[Edge]) -> SLoop | None:
+    chains = {ctx.stmt_loops[s][level - 1:] for s in stmts}
+    if len(chains) != 1:
+        return None
+    (band,) = chains
+    if len(band) < 2 or any(ctx.loops[l].predicate for l in band[1:]):
+        return None
+    band_vars = {ctx.loops[l].var for l in band}
+    for l in band:
+        info = ctx.access.loop(l)
+        if (set(info.start.variables) | set(info.stop.variables)) & band_vars:
+            return None  # not rectangular within the band
+    vectors = []
+    for e in edges:
+        if e.source in stmts and e.sink in stmts and e.level is not None and e.reduction is None:
+            vectors.append({l: e.vector[ctx.depth[l] - 1] for l in band})
+    order = parallel_outward(band, vectors)
+    if order is None or not order[0][1] or [l for l, _ in order] == list(band):
+        return None
+    innermost = band[-1]
+    node: SLoop | tuple = tuple(_build(ctx, level + len(band), innermost, stmts))
+    for position in range(len(order) - 1, -1, -1):
+        l, parallel = order[position]
+        reductions = tuple(sorted({(e.variable, e.reduction) for e in edges
+                                   if e.reduction is not None and e.source in stmts
+                                   and e.sink in stmts and e.vector[ctx.depth[l] - 1] != "="}))
+        private = sorted({n for b in band for n, _ in ctx.private_at.get(b, [])})
+        last = sorted({n for b in band for n, lp in ctx.private_at.get(b, []) if lp})
+        node = (SLoop(l, parallel, node if isinstance(node, tuple) else (node,),
+                      reductions if parallel else (), tuple(private), tuple(last)),)
+    return node[0]
+
+
+def statement_schedules(root: list, ctx: _Context) -> tuple[StatementSchedule, ...]:
+    """Each statement's loops split into sequential, parallel and reduction ones."""
+    out: dict[int, StatementSchedule] = {}
+
+    def visit(node, path: tuple[SLoop, ...]) -> None:
+        if isinstance(node, SStmt):
+            seq, par, red = [], [], []
+            stmt = ctx.statements[node.sid]
+            for loop in path:
+                var = ctx.loops[loop.lid].var
+                if not loop.parallel:
+                    seq.append(var)
+                elif any(reduction_family(stmt, name) for name, _ in loop.reductions):
+                    red.append(var)
+                else:
+                    par.append(var)
+            out[node.sid] = StatementSchedule(node.sid, tuple(seq), tuple(par), tuple(red))
+            return
+        for child in node.body:
+            visit(child, path + (node,))
+
+    for node in root:
+        visit(node, ())
+    return tuple(out[sid] for sid in sorted(out))
