@@ -26,6 +26,7 @@ from asp_core.errors import UnsupportedConstruct
 
 from . import dast as d
 from .access import AccessInfo, access_info
+from .codegen.finals import computable
 from .frontend import KernelSource, kernel_source, names_read_outside
 from .ifconvert import if_convert
 from .lowering import KernelContext, lower_nest
@@ -34,7 +35,7 @@ from .pretty import statement as statement_text
 from .scalars import ScalarInfo, classify_scalars, exposed
 from .analysis.binding import Binder, BindingKey, BoundNest, bind_nest
 from .analysis.graph import DependenceGraph, StaticDependences, dependence_graph, static_dependences
-from .schedule.allen_kennedy import schedule_nest
+from .schedule.allen_kennedy import NestStructure, nest_structure, schedule_nest
 from .schedule.sequential import sequential_schedule
 from .schedule.tree import Schedule
 
@@ -51,6 +52,20 @@ class NestAnalysis:
     scalars: ScalarInfo
     required: tuple[str, ...]  # outputs whose value on entry is read (must be bound)
     ranks: dict[str, int]      # number of subscripts each indexed array takes
+    live: frozenset[str]       # names the kernel reads outside this nest
+
+    @functools.cached_property
+    def live_loop_vars(self) -> tuple[str, ...]:
+        """Loop variables whose final values the kernel may read after the nest."""
+        return tuple(v for v in dict.fromkeys(self.names.loop_vars) if v in self.live)
+
+    @functools.cached_property
+    def order_restriction(self) -> str | None:
+        """Why the nest must keep its source order whatever the dependences allow, or None."""
+        if not computable(self.nest, self.live_loop_vars):
+            return ("a loop variable read after the nest belongs to a loop under an if (or to "
+                    "sibling loops): its final value depends on the order of execution")
+        return None
 
     @property
     def line(self) -> int:
@@ -73,6 +88,10 @@ class NestAnalysis:
     def static_dependences(self) -> StaticDependences:
         """The part of the dependence analysis that holds for every call (computed once)."""
         return static_dependences(self.access, self.scalars, self.statements)
+
+    @functools.cached_property
+    def structure(self) -> NestStructure:
+        return nest_structure(self.nest, self.access, self.scalars)
 
     @functools.cached_property
     def binder(self) -> Binder:
@@ -108,7 +127,9 @@ def make_plan(analysis: NestAnalysis, key: BindingKey) -> Plan:
     """Finish the staged analysis for one binding: bind, test the remaining pairs, schedule."""
     bound = bind_nest(analysis.names, analysis.access, analysis.binder.atoms, key)
     graph = dependence_graph(analysis.access, analysis.static_dependences, bound)
-    schedule = schedule_nest(analysis.nest, analysis.access, analysis.scalars, graph)
+    if analysis.order_restriction:
+        return Plan(bound, graph, analysis.sequential)
+    schedule = schedule_nest(analysis.structure, graph)
     return Plan(bound, graph, schedule)
 
 
@@ -163,7 +184,7 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int) -> NestAnalysis 
     except UnsupportedConstruct as exc:
         return RejectedNest(index, node, exc)
     required = tuple(s for s in names.scalars if _read_on_entry(nest, s))
-    return NestAnalysis(index, node, nest, names, access, scalars, required, ranks)
+    return NestAnalysis(index, node, nest, names, access, scalars, required, ranks, live)
 
 
 def array_ranks(access: AccessInfo) -> dict[str, int]:

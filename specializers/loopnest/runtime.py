@@ -18,6 +18,7 @@ from asp_core.signature import ArraySig, signature_of
 from asp_core.specializer import PYTHON, Specializer, Variant
 from asp_core.templates import render
 
+from .codegen.finals import UNCHANGED, finals_function
 from .codegen.python import compile_python, python_source
 from .lowering import KernelContext
 from .pipeline import NestAnalysis, RejectedNest
@@ -141,7 +142,29 @@ def python_executor(analysis: NestAnalysis, schedule, title: str, order: str = "
     header = f"plain-Python executor ({order} order) of {title}"
     source, calls = python_source(analysis.nest, schedule, names.inputs, names.outputs,
                                   name=fa_name, header=header, order=order)
-    return compile_python(source, fa_name, calls, f"<asp {title}>", seed)
+    run = compile_python(source, fa_name, calls, f"<asp {title}>", seed)
+    if order == "source":
+        return run  # loop variables end as Python leaves them
+    return with_final_loop_values(run, analysis)
+
+
+def with_final_loop_values(run, analysis: NestAnalysis):
+    """``run``, with the loop variables the kernel reads afterwards set as a source-order run
+    would leave them (computed from the bounds), for runs that reorder loops."""
+    live = analysis.live_loop_vars
+    if not live:
+        return run
+    finals = finals_function(analysis.nest, analysis.names.inputs, live)
+    positions = [analysis.names.outputs.index(v) for v in live]
+
+    def wrapped(*inputs):
+        outputs = list(run(*inputs))
+        for position, value in zip(positions, finals(*inputs)):
+            outputs[position] = inputs[len(inputs) - len(outputs) + position] \
+                if value is UNCHANGED else value
+        return tuple(outputs)
+
+    return wrapped
 
 
 def gather_source(analysis: NestAnalysis, ctx: KernelContext, name: str) -> str:

@@ -40,12 +40,21 @@ def _loopnest_gather():
     return gather_source(analysis.nests[0], analysis.source.ctx, "gather_0")
 
 
+def _loopnest_finals():
+    from specializers.loopnest.codegen.finals import finals_function
+    from specializers.loopnest.pipeline import analyse_kernel
+
+    a = analyse_kernel(sample_kernel).nests[0]
+    return finals_function(a.nest, a.names.inputs, ("i",)).__asp_source__
+
+
 # Every template of the project, rendered through the code that really uses it. A new template
 # without an entry here fails test_every_template_is_rendered.
 RENDERERS = {
     "asp_core/cuda_emulation.cpp.mako": lambda: emulation.emulation_source(SAMPLE_CUDA)[0],
     "loopnest/python_nest.py.mako": _loopnest_executor,
     "loopnest/python_gather.py.mako": _loopnest_gather,
+    "loopnest/python_finals.py.mako": _loopnest_finals,
 }
 
 

@@ -32,6 +32,18 @@ def test_example_matches_numpy_and_python(name):
     assert result.backends and all(b == "python" for b in result.backends)
 
 
+@pytest.mark.parametrize("order", ["python-shuffled", "python-reversed"])
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_example_in_any_parallel_order(name, order):
+    """The order checker: parallel loops reversed or shuffled give plain Python's results."""
+    module = importlib.import_module(f"examples.{name}")
+    cls = getattr(module, KERNELS[name])
+    result = run_example(name, lambda backend=None: cls(backend=order, strict=True),
+                         module.make_inputs(**SMALL[name]), module.numpy_reference)
+    assert result.matches_python and result.matches_numpy, result.line()
+    assert result.backends and all(b == order for b in result.backends)
+
+
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_example_main_runs(name):
     module = importlib.import_module(f"examples.{name}")

@@ -185,10 +185,14 @@ def bind_nest(names: NestNames, access: AccessInfo, atoms: tuple[d.Expr, ...],
         var_lid[info.lid] = scope
         vform = _combine(start, tform({info.lid: 1}, 0), 1, step)
         vforms[info.lid] = vform
-        loop = BoundLoop(info.lid, info.depth, info.parent, info.var, step, start, extent,
-                         t_max, 0, 0)
-        loops[info.lid] = loop
+        loops[info.lid] = BoundLoop(info.lid, info.depth, info.parent, info.var, step, start,
+                                    extent, t_max, 0, 0)
         v_lo, v_hi = _range(vform, loops)
+        stop_lo, stop_hi = _range(stop, loops)
+        if step > 0:
+            v_hi = min(v_hi, stop_hi - 1)   # v < stop
+        else:
+            v_lo = max(v_lo, stop_lo + 1)   # v > stop
         loops[info.lid] = BoundLoop(info.lid, info.depth, info.parent, info.var, step, start,
                                     extent, t_max, v_lo, v_hi)
     canonical, overlapping = _canonical_arrays(names.arrays, key.aliases)
@@ -200,9 +204,13 @@ def bind_nest(names: NestNames, access: AccessInfo, atoms: tuple[d.Expr, ...],
         for position, acc in enumerate(st.accesses):
             dims = []
             for k, form in enumerate(acc.subscripts):
-                dims.append(None if form is None else
-                            _wrap(_to_tform(form, values, scope, vforms), shapes[acc.array], k,
-                                  loops))
+                if form is None:
+                    dims.append(None)
+                    continue
+                tf = _to_tform(form, values, scope, vforms)
+                lo, hi = _range(tf, loops)
+                v_lo, v_hi = _v_range(form, values, scope, loops)
+                dims.append(_wrap(tf, shapes[acc.array], k, max(lo, v_lo), min(hi, v_hi)))
             out.append(BoundAccess(st.sid, position, canonical[acc.array], tuple(dims), acc.write))
         accesses[st.sid] = tuple(out)
     return BoundNest(key, loops, accesses, canonical, overlapping)
@@ -244,12 +252,26 @@ def _range(form: TForm, loops: dict[int, BoundLoop]) -> tuple[int, int]:
     return lo, hi
 
 
-def _wrap(form: TForm, shape: tuple[int, ...], dim: int, loops: dict[int, BoundLoop]) -> TForm | None:
-    """Python's negative-index wrap-around, where it applies to every instance; else None."""
+def _v_range(form: Affine, values: dict, scope: dict[str, int], loops: dict[int, BoundLoop]
+             ) -> tuple[int, int]:
+    """Range of an affine subscript from its loop variables' value ranges."""
+    lo = hi = form.const.evaluate(values)
+    for term in form.terms:
+        c = term.coeff.evaluate(values)
+        loop = loops[scope[term.var]]
+        a, b = c * loop.v_low, c * loop.v_high
+        lo += min(a, b)
+        hi += max(a, b)
+    return lo, hi
+
+
+def _wrap(form: TForm, shape: tuple[int, ...], dim: int, lo: int, hi: int) -> TForm | None:
+    """Python's negative-index wrap-around, where it applies to every instance; else None.
+
+    ``lo``/``hi`` bound the subscript's values over the iteration space."""
     if dim >= len(shape):
         return None
     extent = shape[dim]
-    lo, hi = _range(form, loops)
     if 0 <= lo and hi < extent:
         return form
     if -extent <= lo and hi < 0:

@@ -106,8 +106,10 @@ def test_pair(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Seq
         tests.append("unknown subscript")
 
     refine = [lid for lid in common if lid in involved and lid not in distance]
+    # Fourier-Motzkin adds precision where the classical tests are not exact: MIV positions
+    # coupled with each other, or over triangular iteration spaces (Banerjee uses boxes).
     triangular = any(loops[l].triangular for l in set(loops1) | set(loops2))
-    need_exact = exact and (triangular or len(miv) > 1 or bool(miv))
+    need_exact = exact and bool(miv) and (triangular or len(miv) > 1)
     t_max = {lid: loops[lid].t_max for lid in set(loops1) | set(loops2)}
 
     def options(lid: int) -> list[str]:
@@ -127,13 +129,20 @@ def test_pair(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Seq
 
     vectors: list[tuple[str, ...]] = []
     used_exact = False
+    shadow = None
+    if need_exact:
+        # Fourier-Motzkin once on the whole system, projected on the common loops' variables;
+        # each direction vector is then checked on that small projection.
+        shadow = exact_projection(f, g, loops1, loops2, common, loops)
+        if shadow is None:
+            return PairResult((), (), "Fourier-Motzkin")
 
     def extend(level: int, chosen: dict[int, str]) -> None:
         nonlocal used_exact
         if level == ndim:
-            if need_exact and len(chosen) == ndim:
+            if shadow is not None:
                 used_exact = True
-                if not exact_test(f, g, loops1, loops2, common, chosen, loops):
+                if not shadow.feasible_with(*direction_constraints(common, chosen)):
                     return
             vectors.append(tuple(chosen[lid] for lid in common))
             return
@@ -145,11 +154,9 @@ def test_pair(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Seq
                 continue
             extend(level + 1, trial)
 
+    if miv and not feasible({}):
+        return PairResult((), (), "Banerjee")
     if ndim == 0:
-        if miv and not feasible({}):
-            return PairResult((), (), "Banerjee")
-        if need_exact and not exact_test(f, g, loops1, loops2, common, {}, loops):
-            return PairResult((), (), "Fourier-Motzkin")
         return PairResult(((),), (), _name(tests, need_exact))
     extend(0, {})
     if not vectors:
@@ -165,15 +172,18 @@ def _name(tests: list[str], exact: bool) -> str:
     return " + ".join(names)
 
 
-def exact_test(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Sequence[int],
-               common: Sequence[int], vector: dict[int, str], loops: dict[int, BoundLoop]) -> bool:
-    """Fourier-Motzkin on the whole system: subscript equalities, both iteration spaces
-    (triangular bounds included) and the direction vector. False proves independence."""
-    def var(side: str, lid: int) -> str:
-        return f"{side}{lid}"
+def _var(side: str, lid: int) -> str:
+    return f"{side}{lid}"
 
+
+def exact_projection(f: BoundAccess, g: BoundAccess, loops1: Sequence[int],
+                     loops2: Sequence[int], common: Sequence[int], loops: dict[int, BoundLoop]
+                     ) -> fourier_motzkin.Projection | None:
+    """The dependence system of ``f`` and ``g`` (subscript equalities, both iteration spaces
+    with triangular bounds) projected on the common loops' variables; None proves
+    independence."""
     def form(side: str, tf: TForm) -> tuple[dict[str, int], int]:
-        return {var(side, lid): c for lid, c in tf.coeffs}, tf.const
+        return {_var(side, lid): c for lid, c in tf.coeffs}, tf.const
 
     equalities = []
     inequalities = []
@@ -181,8 +191,8 @@ def exact_test(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Se
         for lid in chain:
             loop = loops[lid]
             if loop.t_max < 0:
-                return False  # the statement never runs
-            x = var(side, lid)
+                return None  # the statement never runs
+            x = _var(side, lid)
             inequalities.append(({x: 1}, 0))                              # t >= 0
             coeffs, const = form(side, loop.extent)                       # |s|*t <= extent - 1
             coeffs[x] = coeffs.get(x, 0) - abs(loop.step)
@@ -196,13 +206,20 @@ def exact_test(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Se
         for v, c in gc.items():
             eq[v] = eq.get(v, 0) - c
         equalities.append((eq, fk - gk))
+    keep = {_var(side, lid) for lid in common for side in "sd"}
+    return fourier_motzkin.project(equalities, inequalities, keep)
+
+
+def direction_constraints(common: Sequence[int], vector: dict[int, str]):
+    """(equalities, inequalities) saying iteration ``t`` relates to ``t'`` as ``vector``."""
+    equalities, inequalities = [], []
     for lid in common:
         direction = vector.get(lid, STAR)
-        s, t = var("s", lid), var("d", lid)
+        s, t = _var("s", lid), _var("d", lid)
         if direction == EQ:
             equalities.append(({s: 1, t: -1}, 0))
         elif direction == LT:
             inequalities.append(({t: 1, s: -1}, -1))   # t' - t - 1 >= 0
         elif direction == GT:
             inequalities.append(({s: 1, t: -1}, -1))
-    return fourier_motzkin.feasible(equalities, inequalities)
+    return equalities, inequalities

@@ -70,7 +70,9 @@ class DependenceGraph(Node):
 class StaticDependences:
     scalar_edges: tuple[Edge, ...]
     pairs: tuple[tuple[int, int, int, int], ...]   # (sid1, pos1, sid2, pos2) to test per binding
-    proven: tuple[tuple[tuple[int, int, int, int], str], ...]  # pairs independent whatever binds
+    proven: tuple[PairRecord, ...]                 # pairs independent whatever binds
+    descriptions: dict[tuple[int, int], str]      # (sid, position) -> "S1 writes A[i, j]"
+    common: dict[tuple[int, int], tuple[int, ...]]  # (sid1, sid2) -> common loops
 
 
 def _kind(first_writes: bool, second_writes: bool) -> str | None:
@@ -97,6 +99,7 @@ def common_loops(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 def static_dependences(access: AccessInfo, scalars: ScalarInfo, statements) -> StaticDependences:
     pairs, proven = [], []
     flat = [(st.sid, pos, acc) for st in access.statements for pos, acc in enumerate(st.accesses)]
+    descriptions = {(sid, pos): _describe(access, sid, pos) for sid, pos, _ in flat}
     for i, (s1, p1, a1) in enumerate(flat):
         for s2, p2, a2 in flat[i:]:
             if a1.array != a2.array or not (a1.write or a2.write):
@@ -104,10 +107,14 @@ def static_dependences(access: AccessInfo, scalars: ScalarInfo, statements) -> S
             key = (s1, p1, s2, p2)
             verdict = _static_verdict(a1.subscripts, a2.subscripts)
             if verdict:
-                proven.append((key, verdict))
+                proven.append(PairRecord(descriptions[s1, p1], descriptions[s2, p2],
+                                         f"independent ({verdict}, decided once)", ()))
             else:
                 pairs.append(key)
-    return StaticDependences(scalar_edges(access, scalars, statements), tuple(pairs), tuple(proven))
+    common = {(a.sid, b.sid): common_loops(a.loops, b.loops)
+              for a in access.statements for b in access.statements}
+    return StaticDependences(scalar_edges(access, scalars, statements), tuple(pairs),
+                             tuple(proven), descriptions, common)
 
 
 def _static_verdict(f: tuple[Affine | None, ...], g: tuple[Affine | None, ...]) -> str | None:
@@ -186,17 +193,14 @@ def _scalar_pair_edges(name: str, x, y, scalars: ScalarInfo, statements,
 def dependence_graph(access: AccessInfo, static: StaticDependences, bound: BoundNest,
                      exact: bool = True) -> DependenceGraph:
     edges: list[Edge] = list(static.scalar_edges)
-    records: list[PairRecord] = []
-    for key, verdict in static.proven:
-        records.append(PairRecord(_describe(access, key[0], key[1]), _describe(access, key[2], key[3]),
-                                  f"independent ({verdict}, decided once)", ()))
+    records: list[PairRecord] = list(static.proven)
     pairs = list(static.pairs) + _alias_pairs(access, bound)
     for key in pairs:
         s1, p1, s2, p2 = key
         a, b = bound.accesses[s1][p1], bound.accesses[s2][p2]
         loops1, loops2 = access.statements[s1].loops, access.statements[s2].loops
-        common = common_loops(loops1, loops2)
-        first, second = _describe(access, s1, p1), _describe(access, s2, p2)
+        common = static.common[s1, s2]
+        first, second = static.descriptions[s1, p1], static.descriptions[s2, p2]
         if _dead(bound, loops1) or _dead(bound, loops2):
             records.append(PairRecord(first, second, "independent (a statement never runs)", ()))
             continue

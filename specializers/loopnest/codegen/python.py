@@ -37,10 +37,9 @@ def function_identifier(canonical: str) -> str:
 class PythonEmitter:
     """Emits Python statements for the walker."""
 
-    def __init__(self, loop_vars: dict[int, str], order: str = "source"):
+    def __init__(self, order: str = "source"):
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}")
-        self.loop_vars = loop_vars
         self.order = order
         self.lines: list[str] = []
         self.depth = 0
@@ -78,20 +77,23 @@ class PythonEmitter:
             self.depth -= 1
 
     def _reordered_loop(self, var: str, bounds: str, node: SLoop, body: Callable[[], None]) -> None:
+        """The loop over its range in another order; scalars marked lastprivate get the values
+        of the sequentially last iteration (loop variables are set afterwards, from the
+        bounds: see ``finals``)."""
         self.counter += 1
         rng, snap = f"__asp_range{self.counter}", f"__asp_last{self.counter}"
-        inner = [self.loop_vars[lid] for lid in _inner_loops(node)]
-        keep = [var] + [identifier(v) for v in inner] + [identifier(s) for s in node.lastprivate]
-        keep = list(dict.fromkeys(keep))
+        keep = [identifier(s) for s in node.lastprivate]
         self.line(f"{rng} = {bounds}")
         self.line(f"for {var} in __asp_order({rng}):")
         self.depth += 1
         body()
-        self.line(f"if {var} == {rng}[-1]:")
-        self.line(f"    {snap} = ({', '.join(keep)},)")
+        if keep:
+            self.line(f"if {var} == {rng}[-1]:")
+            self.line(f"    {snap} = ({', '.join(keep)},)")
         self.depth -= 1
-        self.line(f"if len({rng}):")
-        self.line(f"    ({', '.join(keep)},) = {snap}")
+        if keep:
+            self.line(f"if len({rng}):")
+            self.line(f"    ({', '.join(keep)},) = {snap}")
 
     def statement(self, stmt: d.Assign, node: SStmt) -> None:
         target = self.text(stmt.target)
@@ -103,26 +105,11 @@ class PythonEmitter:
             self.line(f"{target} = {value}")
 
 
-def _inner_loops(node: SLoop) -> list[int]:
-    """Loops inside ``node`` (their variables' final values come from its last iteration)."""
-    found: list[int] = []
-
-    def visit(n: SLoop | SStmt) -> None:
-        if isinstance(n, SLoop):
-            for child in n.body:
-                if isinstance(child, SLoop):
-                    found.append(child.lid)
-                visit(child)
-
-    visit(node)
-    return found
-
-
 def python_source(nest: d.Nest, schedule: Schedule, params: tuple[str, ...],
                   outputs: tuple[str, ...], *, name: str, header: str,
                   order: str = "source") -> tuple[str, set[str]]:
     """Python source of the executor, and the canonical names of the intrinsics it calls."""
-    emitter = PythonEmitter({loop.lid: loop.var for loop in d.loops(nest.loop)}, order)
+    emitter = PythonEmitter(order)
     walk(schedule, nest, emitter)
     source = render("loopnest/python_nest.py.mako", header=header, name=name,
                     params=[identifier(p) for p in params], body=emitter.lines,

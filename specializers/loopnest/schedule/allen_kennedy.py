@@ -39,10 +39,20 @@ class _Context:
     access: AccessInfo
 
 
-def schedule_nest(nest: d.Nest, access: AccessInfo, scalars: ScalarInfo,
-                  graph: DependenceGraph) -> Schedule:
-    loops = {loop.lid: loop for loop in d.loops(nest.loop)}
-    stmt_loops = {st.sid: st.loops for st in access.statements}
+@dataclass(frozen=True)
+class NestStructure:
+    """What scheduling needs that does not depend on the binding (computed once per nest)."""
+
+    loops: dict[int, d.Loop]
+    depth: dict[int, int]
+    stmt_loops: dict[int, tuple[int, ...]]
+    statements: dict[int, d.Assign]
+    private_groups: tuple[tuple[int, frozenset[int]], ...]
+    private_at: dict[int, list[tuple[str, bool]]]
+    access: AccessInfo
+
+
+def nest_structure(nest: d.Nest, access: AccessInfo, scalars: ScalarInfo) -> NestStructure:
     depth = {info.lid: info.depth for info in access.loops}
     private_groups, private_at = [], {}
     for c in scalars.classes:
@@ -52,9 +62,17 @@ def schedule_nest(nest: d.Nest, access: AccessInfo, scalars: ScalarInfo,
                           (c.name in st.scalar_reads or st.scalar_write == c.name))
         private_groups.append((depth[c.lid], users))
         private_at.setdefault(c.lid, []).append((c.name, c.lastprivate))
-    ctx = _Context(loops, depth, stmt_loops, {s.sid: s for s in d.statements(nest.loop)},
-                   graph.edges, private_groups, private_at, access)
-    root = _build(ctx, 1, None, frozenset(stmt_loops))
+    return NestStructure({loop.lid: loop for loop in d.loops(nest.loop)}, depth,
+                         {st.sid: st.loops for st in access.statements},
+                         {s.sid: s for s in d.statements(nest.loop)}, tuple(private_groups),
+                         private_at, access)
+
+
+def schedule_nest(structure: NestStructure, graph: DependenceGraph) -> Schedule:
+    s = structure
+    ctx = _Context(s.loops, s.depth, s.stmt_loops, s.statements, graph.edges,
+                   list(s.private_groups), s.private_at, s.access)
+    root = _build(ctx, 1, None, frozenset(s.stmt_loops))
     return Schedule(tuple(root), statement_schedules(root, ctx))
 
 

@@ -34,3 +34,28 @@ def assert_same_as_python(kernel, *args: Any) -> Any:
     got, want = run_both(kernel, *args)
     assert identical(got, want), f"specialized {got!r}\n        plain {want!r}"
     return kernel.last_call
+
+
+def close(a: Any, b: Any, rtol: float = 1e-9) -> bool:
+    """Like ``identical``, but floating-point values may differ by the rounding of reordered
+    reductions (the only difference a parallel order may make)."""
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(close(x, y, rtol) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+        return isinstance(b, np.ndarray) and a.shape == b.shape and \
+            bool(np.allclose(a, b, rtol=rtol, atol=rtol, equal_nan=True))
+    if isinstance(a, (float, np.floating)) and isinstance(b, (float, np.floating)):
+        return bool(np.isclose(a, b, rtol=rtol, atol=rtol, equal_nan=True))
+    return identical(a, b)
+
+
+ORDERS = ("python-shuffled", "python-reversed")
+
+
+def assert_any_order_same_as_python(make_kernel, *args: Any) -> None:
+    """The kernel with its parallel loops reversed and shuffled gives plain Python's result."""
+    for order in ORDERS:
+        kernel = make_kernel(order)
+        got, want = run_both(kernel, *args)
+        assert close(got, want), f"{order}: {got!r}\n        plain {want!r}"
+        assert all(n.fallback is None for n in kernel.last_call.nests if n.ran)

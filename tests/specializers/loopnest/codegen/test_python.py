@@ -28,21 +28,27 @@ def test_generated_source_is_readable_python():
     assert identifier("self.x") == "__asp_attr_self_x" and identifier("x") == "x"
 
 
-def test_reordered_parallel_loop_keeps_the_last_iteration_values():
-    def k(self, A, n):
+def test_reordered_parallel_loop_with_lastprivate_and_final_loop_values():
+    def k(self, A, B, n):
         for i in range(n):
+            t = 0.0
             for j in range(n):
-                A[i, j] = i * 10 + j
+                t = A[i, j] * 2
+            B[i] = t
+        return i, j
+
+    from specializers.loopnest.runtime import python_executor
 
     a = analyse_kernel(k).nests[0]
-    sched = Schedule((SLoop(0, True, (SLoop(1, False, (SStmt(0),)),)),), a.sequential.statements)
+    inner = SLoop(1, True, (SStmt(1),), private=("t",), lastprivate=("t",))
+    sched = Schedule((SLoop(0, True, (SStmt(0), inner, SStmt(2))),), a.sequential.statements)
+    assert a.live_loop_vars == ("i", "j")
     for order, seed in (("reversed", None), ("shuffled", 3)):
-        source, calls = python_source(a.nest, sched, a.names.inputs, a.names.outputs,
-                                      name="f", header="h", order=order)
-        visits = []
-        fn = compile_python(source, "f", calls, "<t>", seed)
-        A = np.zeros((4, 4))
-        final = fn(A, 4, None, None)
-        assert final == (3, 3)  # i and j as the sequential loops leave them
-        assert A.tolist() == [[i * 10 + j for j in range(4)] for i in range(4)]
-        assert "__asp_order(__asp_range1)" in source and not visits
+        source, _ = python_source(a.nest, sched, a.names.inputs, a.names.outputs,
+                                  name="f", header="h", order=order)
+        assert "__asp_order(__asp_range2)" in source and "__asp_last2 = (t,)" in source
+        run = python_executor(a, sched, "test", order, seed)
+        A, B = np.arange(16.0).reshape(4, 4), np.zeros(4)
+        t, i, j = run(A, B, 4, None, None, None)
+        assert (i, j) == (3, 3)  # as the sequential loops leave them
+        assert B.tolist() == [6.0, 14.0, 22.0, 30.0]  # t: each B[i] saw its own last t
