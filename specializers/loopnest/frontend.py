@@ -63,9 +63,30 @@ def top_level_loops(body: list[ast.stmt]) -> list[ast.For]:
 
 
 def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
-    """Names loaded anywhere in ``tree`` except within ``inside`` (what may be read after a
-    nest: a loop around the nest can bring earlier statements after it)."""
+    """Names whose value a nest leaves may be read elsewhere in ``tree``: names loaded
+    anywhere except within ``inside`` (a loop around the nest can bring earlier statements
+    after it), not counting reads of ``v`` in the body of a ``for v in ...`` loop, which
+    always see that loop's own binding."""
     skip = {id(n) for n in ast.walk(inside)}
-    return frozenset(n.id for n in ast.walk(tree)
-                     if id(n) not in skip and isinstance(n, ast.Name)
-                     and isinstance(n.ctx, ast.Load))
+    found: set[str] = set()
+
+    def visit(node: ast.AST, rebound: frozenset[str]) -> None:
+        if id(node) in skip:
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id not in rebound:
+                found.add(node.id)
+            return
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            visit(node.iter, rebound)
+            inner = rebound | {node.target.id}
+            for child in node.body:
+                visit(child, inner)
+            for child in node.orelse:  # runs after the loop: the loop's last value
+                visit(child, rebound)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, rebound)
+
+    visit(tree, frozenset())
+    return frozenset(found)

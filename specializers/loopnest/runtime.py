@@ -20,6 +20,7 @@ from asp_core.templates import render
 
 from .codegen.finals import UNCHANGED, finals_function
 from .codegen.python import compile_python, python_source
+from .schedule.tree import SLoop
 from .lowering import KernelContext
 from .pipeline import NestAnalysis, RejectedNest
 from .rewrite import NO_VALUE, RUN_ORIGINAL
@@ -143,9 +144,16 @@ def python_executor(analysis: NestAnalysis, schedule, title: str, order: str = "
     source, calls = python_source(analysis.nest, schedule, names.inputs, names.outputs,
                                   name=fa_name, header=header, order=order)
     run = compile_python(source, fa_name, calls, f"<asp {title}>", seed)
-    if order == "source":
-        return run  # loop variables end as Python leaves them
+    if order == "source" or not any(loop.parallel for loop in _loops(schedule.root)):
+        return run  # every loop ran in source order: loop variables end as Python leaves them
     return with_final_loop_values(run, analysis)
+
+
+def _loops(nodes):
+    for node in nodes:
+        if isinstance(node, SLoop):
+            yield node
+            yield from _loops(node.body)
 
 
 def with_final_loop_values(run, analysis: NestAnalysis):

@@ -132,11 +132,23 @@ def exposed(s: str, body: tuple[d.Stmt, ...], guards: frozenset[str] = frozenset
                 return True
         else:
             mine = guards | {stmt.predicate} if stmt.predicate else guards
-            if _reads_stmt(stmt, s) and not any(c <= mine for c in covering_now):
+            read_guards = mine | _short_circuit_guard(stmt, s)
+            if _reads_stmt(stmt, s) and not any(c <= read_guards for c in covering_now):
                 return True
             if _writes(stmt, s):
                 covering_now.append(mine)
     return False
+
+
+def _short_circuit_guard(stmt: d.Assign, s: str) -> set[str]:
+    """If-conversion writes a nested condition as ``p2 = p1 and cond``: ``cond`` is evaluated
+    only where ``p1`` holds, so a read of ``s`` there runs under ``p1`` too."""
+    value = stmt.value
+    if (stmt.kind == "predicate" and isinstance(value, d.BoolOp) and value.op == "and"
+            and isinstance(value.values[0], d.Var) and value.values[0].name != s
+            and not _reads(value.values[0], s)):
+        return {value.values[0].name}
+    return set()
 
 
 def _must_define(s: str, body: tuple[d.Stmt, ...]) -> bool:

@@ -32,3 +32,14 @@ def test_names_read_outside_a_nest():
     tree = ast.parse("def f(A):\n    s = 0\n    for i in range(3):\n        s += A[i]\n    return s\n")
     nest = top_level_loops(tree.body[0].body)[0]
     assert names_read_outside(tree, nest) == frozenset({"s"})
+
+
+def test_reads_of_a_for_loops_own_variable_do_not_count():
+    tree = ast.parse("def f(A, n):\n    for i in range(n):\n        A[i] = 0\n"
+                     "    for i in range(n):\n        A[i] += i\n    return j\n")
+    nest = top_level_loops(tree.body[0].body)[0]
+    assert "i" not in names_read_outside(tree, nest)
+    tree = ast.parse("def f(A, n):\n    for i in range(n):\n        A[i] = 0\n"
+                     "    for j in range(i):\n        A[j] += 1\n")
+    nest = top_level_loops(tree.body[0].body)[0]
+    assert "i" in names_read_outside(tree, nest)  # range(i) reads the first loop's i

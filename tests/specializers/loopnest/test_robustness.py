@@ -11,7 +11,7 @@ from asp_core.errors import SpecializationError, UnsupportedConstruct
 from specializers.loopnest.pipeline import RejectedNest, analyse_kernel
 
 from .generators import kernels, load_kernel, make_arguments
-from .helpers import identical
+from .helpers import close, identical
 
 SEEN = {"accepted": 0, "rejected": 0}
 
@@ -50,6 +50,17 @@ def test_generated_kernels(source):
         for record, nest in zip(kernel.last_call.nests, nests):
             if record.ran:
                 assert (record.fallback is None) == (not isinstance(nest, RejectedNest)), source
+    if got[0] == "ok":
+        # The order checker: parallel loops reversed and shuffled give the same results (up
+        # to the rounding of reordered floating-point reductions).
+        for order in ("python-reversed", "python-shuffled"):
+            checked_args = copy.deepcopy(args)
+            checker = Kernel(backend=order, strict=not rejected)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = outcome(lambda: checker.kernel(*checked_args))
+            assert result[0] == "ok", (order, result, source)
+            assert close((result[1], checked_args), (want[1], plain_args)), (order, source)
 
 
 def test_both_outcomes_were_exercised():
