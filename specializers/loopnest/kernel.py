@@ -110,7 +110,8 @@ class LoopKernel:
         copies = copy.deepcopy((args, kwargs))
         self.kernel(*copies[0], **copies[1])
         state = self._asp_current
-        return Report(explain_text(state.kernel_class.analysis, state.record()))
+        plans = [runner.last_plan for runner in state.runners]
+        return Report(explain_text(state.kernel_class.analysis, state.record(), plans))
 
     def original_kernel(self, *args: Any, **kwargs: Any) -> Any:
         """Run ``kernel()`` exactly as written, as plain Python (the oracle of every test)."""

@@ -74,15 +74,67 @@ class Report:
         return "```text\n" + self.text + "\n```"
 
 
-def explain_text(kernel: KernelAnalysis, call: KernelCall | None) -> str:
+def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=()) -> str:
     fa = kernel.source.fa
     lines = [f"kernel {fa.qualname} ({fa.filename}:{fa.tree.lineno}): "
              f"{len(kernel.nests)} top-level loop nest(s)"]
+    plans = list(plans) or [None] * len(kernel.nests)
     for index, analysis in enumerate(kernel.nests):
         record = call.nests[index] if call else None
         lines.append("")
         lines += _nest_text(analysis, record)
+        plan = plans[index] if record is not None and record.ran else None
+        if plan is not None and not isinstance(analysis, RejectedNest):
+            lines += _plan_text(analysis, plan)
     return "\n".join(lines)
+
+
+def _plan_text(analysis: NestAnalysis, plan) -> list[str]:
+    """Dependences (every tested pair, with its test) and the schedule tree."""
+    from .schedule.tree import SLoop
+
+    loops = {l.lid: l.var for l in analysis.access.loops}
+    out = ["  dependences (source -> sink: kind, direction vector over the common loops, "
+           "distance, carrying loop; the test that decided):"]
+    edges = plan.graph.edges
+
+    def edge_text(e) -> str:
+        common = [loops[l] for l in e.loops]
+        vector = "(" + ", ".join(e.vector) + ")"
+        dist = "(" + ", ".join("-" if d is None else str(d) for d in e.distance) + ")"
+        level = f"carried by {common[e.level - 1]}" if e.level else "loop-independent"
+        red = f", {e.reduction} reduction" if e.reduction else ""
+        return (f"S{e.source} -> S{e.sink} {e.kind} on {e.variable}: {vector} over "
+                f"({', '.join(common)}), distance {dist}, {level}{red}")
+
+    for pair in plan.graph.pairs:
+        out.append(f"    {pair.first} / {pair.second}: {pair.outcome}")
+        for index in pair.edges:
+            out.append(f"        {edge_text(edges[index])}")
+    scalar = [e for e in edges if e.test == "scalar"]
+    if scalar:
+        out.append("    through scalars:")
+        out += [f"        {edge_text(e)}" for e in scalar]
+    if analysis.order_restriction:
+        out.append(f"  schedule: source order kept, because {analysis.order_restriction}")
+    out.append("  schedule:")
+
+    def visit(node, depth: int) -> None:
+        pad = "    " + "  " * depth
+        if isinstance(node, SLoop):
+            kind = "parallel" if node.parallel else "sequential"
+            extra = "".join(f", reduction({op}: {v})" for v, op in node.reductions)
+            if node.private:
+                extra += f", private({', '.join(node.private)})"
+            out.append(f"{pad}for {loops[node.lid]}  [{kind}{extra}]")
+            for child in node.body:
+                visit(child, depth + 1)
+        else:
+            out.append(f"{pad}S{node.sid}: {analysis.text(node.sid)}")
+
+    for node in plan.schedule.root:
+        visit(node, 0)
+    return out
 
 
 def _nest_text(analysis: NestAnalysis | RejectedNest, record: NestCall | None) -> list[str]:

@@ -113,6 +113,7 @@ def _recording(runner: NestRunner, run, plan):
     def variant(*inputs):
         runner.last_schedule = schedule
         runner.last_plan = plan
+        runner.last_inputs = inputs
         return run(*inputs)
     return variant
 

@@ -128,22 +128,9 @@ def test_pair(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Seq
         return True
 
     vectors: list[tuple[str, ...]] = []
-    used_exact = False
-    shadow = None
-    if need_exact:
-        # Fourier-Motzkin once on the whole system, projected on the common loops' variables;
-        # each direction vector is then checked on that small projection.
-        shadow = exact_projection(f, g, loops1, loops2, common, loops)
-        if shadow is None:
-            return PairResult((), (), "Fourier-Motzkin")
 
     def extend(level: int, chosen: dict[int, str]) -> None:
-        nonlocal used_exact
         if level == ndim:
-            if shadow is not None:
-                used_exact = True
-                if not shadow.feasible_with(*direction_constraints(common, chosen)):
-                    return
             vectors.append(tuple(chosen[lid] for lid in common))
             return
         lid = common[level]
@@ -157,10 +144,23 @@ def test_pair(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Seq
     if miv and not feasible({}):
         return PairResult((), (), "Banerjee")
     if ndim == 0:
-        return PairResult(((),), (), _name(tests, need_exact))
+        return PairResult(((),), (), _name(tests, False))
     extend(0, {})
     if not vectors:
-        return PairResult((), (), "Fourier-Motzkin" if used_exact else "Banerjee")
+        return PairResult((), (), "Banerjee")
+    used_exact = False
+    if need_exact and any(x != EQ for v in vectors for x in v):
+        # Fourier-Motzkin once on the whole system, projected on the common loops' variables;
+        # each surviving direction vector is then checked on that small projection. (Vectors
+        # that are all "=" only order statements within an iteration: no need to refine.)
+        used_exact = True
+        shadow = exact_projection(f, g, loops1, loops2, common, loops)
+        if shadow is None:
+            return PairResult((), (), "Fourier-Motzkin")
+        vectors = [v for v in vectors
+                   if shadow.feasible_with(*direction_constraints(common, dict(zip(common, v))))]
+        if not vectors:
+            return PairResult((), (), "Fourier-Motzkin")
     dists = tuple(distance.get(lid) for lid in common)
     return PairResult(tuple(vectors), dists, _name(tests, used_exact))
 

@@ -118,12 +118,13 @@ def _eliminate(r: list[int], eq: list[int], pivot: int, c: int, sign: int) -> li
 def _normalize(r: list[int], n: int) -> tuple[tuple[int, ...], int] | None | bool:
     """(coefficients, constant) divided by their GCD with the constant floored; True for a
     trivially true row, False for a trivially false one."""
-    g = 0
-    for c in r[:n]:
-        g = gcd(g, c)
+    coeffs = r[:n]
+    g = gcd(*coeffs)
     if g == 0:
         return r[n] >= 0
-    return tuple(c // g for c in r[:n]), r[n] // g  # floor division: integer tightening
+    if g == 1:
+        return tuple(coeffs), r[n]
+    return tuple(c // g for c in coeffs), r[n] // g  # floor division: integer tightening
 
 
 def _fourier_motzkin(rows: list[list[int]], n: int, kept: set[int] = frozenset()

@@ -214,6 +214,10 @@ def dependence_graph(access: AccessInfo, static: StaticDependences, bound: Bound
             continue
         new = orient(result, a, b, s1, s2, common, self_pair=(s1, p1) == (s2, p2),
                      variable=access.statements[s1].accesses[p1].array)
+        if not new:  # they meet only within one statement instance
+            records.append(PairRecord(first, second, "independent across instances "
+                                      f"({result.test})", ()))
+            continue
         indices = tuple(range(len(edges), len(edges) + len(new)))
         edges.extend(new)
         records.append(PairRecord(first, second, f"dependent ({result.test})", indices))
