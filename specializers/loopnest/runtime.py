@@ -20,6 +20,7 @@ from asp_core.templates import render
 
 from .codegen.finals import UNCHANGED, finals_function
 from .codegen.python import compile_python, python_source
+from .safety import check_arrays
 from .schedule.tree import SLoop
 from .lowering import KernelContext
 from .pipeline import NestAnalysis, RejectedNest
@@ -30,6 +31,16 @@ _GATHER_IDS = itertools.count()
 
 #: The plain-Python executor run as an order checker: parallel loops reversed or shuffled.
 CHECKERS = {"python-reversed": "reversed", "python-shuffled": "shuffled"}
+#: Compiled backends.
+COMPILED = ("c", "openmp")
+
+
+def _modes(plan) -> tuple:
+    """What a compiled variant depends on beyond the schedule: how each subscript is used
+    and the sign of each step."""
+    modes = tuple(tuple(a.modes for a in accs) for _, accs in sorted(plan.bound.accesses.items()))
+    steps = tuple(sorted((lid, b.step > 0) for lid, b in plan.bound.loops.items()))
+    return modes, steps, plan.bound.key.aliases
 
 
 class NestRunner(Specializer):
@@ -81,6 +92,8 @@ class NestRunner(Specializer):
         analysis = self.analysis
         types, key = signature
         plan = analysis.plan(key)
+        if backend in COMPILED:
+            return self._compiled(backend, plan, types)
         if backend == PYTHON or backend in CHECKERS:
             order = CHECKERS.get(backend, "source")
             memo = (order, plan.schedule)
@@ -92,6 +105,22 @@ class NestRunner(Specializer):
             self._dump_plan(plan)
             return Variant(backend, _recording(self, run, plan))
         return super().build(backend, signature, args)
+
+    def _compiled(self, backend: str, plan, signature) -> Variant:
+        from .typeinfer import infer_types
+        from .variants import compile_variant
+
+        check_arrays(self.analysis, signature, plan.bound)
+        types = infer_types(self.analysis, signature)
+        memo = (backend, plan.schedule, plan.bound.key.shapes and _modes(plan), signature)
+        run = self._executors.get(memo)
+        if run is None:
+            run = compile_variant(backend, self.analysis, plan, types, signature, self.name,
+                                  self.config.num_threads)
+            self._executors[memo] = run
+            self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
+            self._dump_plan(plan)
+        return Variant(backend, _recording(self, run, plan), run.module.key)
 
     def config_seed(self) -> int:
         import os

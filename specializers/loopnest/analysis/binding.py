@@ -73,6 +73,12 @@ class BoundAccess:
     array: str                # canonical name (arrays found identical in memory share one)
     dims: tuple[TForm | None, ...]
     write: bool
+    modes: tuple[str, ...] = ()  # per dimension: "direct" (always in range), "shifted"
+                                 # (always negative: add the extent), "checked" (anything else)
+    raw: tuple[TForm | None, ...] = ()  # the affine forms before wrap-around (None: not affine)
+
+
+DIRECT, SHIFTED, CHECKED = "direct", "shifted", "checked"
 
 
 @dataclass(frozen=True)
@@ -202,16 +208,22 @@ def bind_nest(names: NestNames, access: AccessInfo, atoms: tuple[d.Expr, ...],
         scope = var_lid.get(st.loops[-1], {}) if st.loops else {}
         out = []
         for position, acc in enumerate(st.accesses):
-            dims = []
+            dims, modes, raw = [], [], []
             for k, form in enumerate(acc.subscripts):
                 if form is None:
                     dims.append(None)
+                    modes.append(CHECKED)
+                    raw.append(None)
                     continue
                 tf = _to_tform(form, values, scope, vforms)
+                raw.append(tf)
                 lo, hi = _range(tf, loops)
                 v_lo, v_hi = _v_range(form, values, scope, loops)
-                dims.append(_wrap(tf, shapes[acc.array], k, max(lo, v_lo), min(hi, v_hi)))
-            out.append(BoundAccess(st.sid, position, canonical[acc.array], tuple(dims), acc.write))
+                dim, mode = _wrap(tf, shapes[acc.array], k, max(lo, v_lo), min(hi, v_hi))
+                dims.append(dim)
+                modes.append(mode)
+            out.append(BoundAccess(st.sid, position, canonical[acc.array], tuple(dims),
+                                   acc.write, tuple(modes), tuple(raw)))
         accesses[st.sid] = tuple(out)
     return BoundNest(key, loops, accesses, canonical, overlapping)
 
@@ -265,18 +277,18 @@ def _v_range(form: Affine, values: dict, scope: dict[str, int], loops: dict[int,
     return lo, hi
 
 
-def _wrap(form: TForm, shape: tuple[int, ...], dim: int, lo: int, hi: int) -> TForm | None:
-    """Python's negative-index wrap-around, where it applies to every instance; else None.
-
-    ``lo``/``hi`` bound the subscript's values over the iteration space."""
+def _wrap(form: TForm, shape: tuple[int, ...], dim: int, lo: int, hi: int
+          ) -> tuple[TForm | None, str]:
+    """Python's negative-index wrap-around, where it applies to every instance; else unknown
+    (None), and the subscript is checked when it runs. ``lo``/``hi`` bound its values."""
     if dim >= len(shape):
-        return None
+        return None, CHECKED
     extent = shape[dim]
     if 0 <= lo and hi < extent:
-        return form
+        return form, DIRECT
     if -extent <= lo and hi < 0:
-        return TForm(form.coeffs, form.const + extent)
-    return None
+        return TForm(form.coeffs, form.const + extent), SHIFTED
+    return None, CHECKED
 
 
 def _canonical_arrays(arrays: tuple[str, ...], aliases: tuple) -> tuple[dict[str, str], frozenset]:

@@ -1,0 +1,341 @@
+"""Serial C: a scheduled nest as a C module (``templates/loopnest/c_module.c.mako``).
+
+``CModuleBuilder`` turns one plan (bound nest, schedule) and the call's types into C source,
+the cffi declaration of its entry function, and the description of its arguments and results
+that ``variants`` needs to call it. The walk is ``walker.walk``; ``CEmitter`` prints loops and
+statements; ``openmp.OpenMPEmitter`` adds the OpenMP pragmas.
+
+Conventions of the generated code:
+
+* arrays arrive as a pointer to their first element, their extents (``A_n0``...) and, when not
+  C-contiguous, their strides in bytes (``A_s0``...); ``ASP_AT_A(i, j)`` reads or writes one
+  element; pointers are ``restrict`` unless the array shares memory with another;
+* a subscript proven in range is used as it is (or with the extent added, where it is always
+  negative); any other goes through ``asp_index_ok`` when it runs: Python's wrap-around, and an
+  IndexError for what is out of range, with nothing read or written;
+* loop variables are ``int64_t``; a loop's bounds are computed once before it, as ``range``
+  does; loops whose variables the kernel reads afterwards get their final values in Python;
+* scalars live in locals of their inferred C type; those the kernel reads after the nest are
+  returned in the result struct with a flag telling whether the nest assigned them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from asp_core.cache import stable_key
+from asp_core.signature import ArraySig
+from asp_core.templates import render
+
+from .. import dast as d
+from ..analysis.binding import DIRECT, SHIFTED, BoundAccess
+from ..pretty import expression
+from ..schedule.tree import SLoop, SStmt
+from ..typeinfer import Ty, TypeInfo
+from .cexpr import CExpression, c_identifier, check_supported_types, ctype
+from .walker import walk
+
+
+@dataclass(frozen=True)
+class Argument:
+    """How to produce one C argument from the nest's inputs."""
+
+    kind: str                  # array | shape | stride | scalar | threads
+    position: int = -1         # index into the inputs
+    dim: int = 0
+    ctype: str = ""
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str                  # the scalar
+    field: str                 # the struct field holding its value
+    flag: str                  # the struct field saying it was assigned
+    result: Ty                 # the Python type Python would leave it with
+
+
+@dataclass(frozen=True)
+class ErrorSite:
+    """What an IndexError at a checked subscript names."""
+
+    array: str
+    subscript: str
+    dim: int
+    line: int
+
+
+@dataclass
+class CModule:
+    source: str
+    cdef: str
+    entry: str
+    key: str
+    arguments: tuple[Argument, ...]
+    outputs: tuple[Output, ...]
+    error_sites: tuple[ErrorSite, ...]
+    openmp: bool
+
+
+class CModuleBuilder:
+    """Builds the C module of one plan for one call signature."""
+
+    variant = "c"
+
+    def __init__(self, analysis, plan, types: TypeInfo, signature: tuple, title: str):
+        check_supported_types(types)
+        self.analysis = analysis
+        self.plan = plan
+        self.types = types
+        self.signature = signature
+        self.title = title
+        self.names = analysis.names
+        self.loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
+        self.statements = {s.sid: s for s in analysis.statements}
+        self.error_sites: list[ErrorSite] = []
+        self.current: d.Assign | None = None
+        self.expr = CExpression(types, self._read)
+        self.aliased = {a for a, c in plan.bound.canonical.items() if c != a} | \
+            {c for a, c in plan.bound.canonical.items() if c != a} | \
+            {a for pair in plan.bound.overlapping for a in pair}
+        positions = {name: i for i, name in enumerate(self.names.inputs)}
+        self.positions = positions
+        self.live = [s for s in self.names.scalars if s in analysis.scalars.live_out]
+
+    # -- the variant key (what the generated code depends on) ----------------------------------
+
+    def key(self) -> str:
+        modes = tuple(tuple(a.modes for a in accs) for _, accs in sorted(self.plan.bound.accesses.items()))
+        steps = tuple(sorted((lid, 1 if b.step > 0 else -1) for lid, b in self.plan.bound.loops.items()))
+        sig = tuple(str(s) for s in self.signature)
+        return stable_key("loopnest-c", self.variant, self.analysis.nest, self.plan.schedule,
+                          sig, modes, steps, tuple(sorted(self.aliased)),
+                          tuple(self.analysis.live_loop_vars), tuple(self.live))
+
+    # -- arrays ----------------------------------------------------------------------------
+
+    def array_sig(self, name: str) -> ArraySig:
+        return self.signature[self.positions[name]]
+
+    def accessor(self, name: str) -> str:
+        sig = self.array_sig(name)
+        ident = c_identifier(name)
+        indices = [f"i{k}" for k in range(sig.ndim)]
+        if sig.ndim == 0:
+            return f"#define ASP_AT_{ident}() ({ident}[0])"
+        if sig.layout == "C":
+            flat = indices[0]
+            for k in range(1, sig.ndim):
+                flat = f"({flat}) * {ident}_n{k} + ({indices[k]})"
+            body = f"({ident}[{flat}])"
+        else:
+            offset = " + ".join(f"({i}) * {ident}_s{k}" for k, i in enumerate(indices))
+            body = f"(*({ctype(self.types.arrays[name])} *)((char *){ident} + {offset}))"
+        return f"#define ASP_AT_{ident}({', '.join(indices)}) {body}"
+
+    def _access(self, ref: d.ArrayRef, write: bool) -> BoundAccess:
+        info = self.analysis.access.statement(self.current.sid)
+        bound = self.plan.bound.accesses[self.current.sid]
+        for acc, b in zip(info.accesses, bound):
+            if acc.write == write and acc.array == ref.array and acc.index == ref.index:
+                return b
+        raise AssertionError(f"no access {expression(ref)} in S{self.current.sid}")
+
+    def _indices(self, ref: d.ArrayRef, access: BoundAccess, printer: CExpression):
+        """(prelude declarations, checks, index expressions) of an element access."""
+        ident = c_identifier(ref.array)
+        decls, checks, indices = [], [], []
+        for k, (expr, mode) in enumerate(zip(ref.index, access.modes)):
+            raw = printer.integer(expr)
+            if mode == DIRECT:
+                indices.append(raw)
+            elif mode == SHIFTED:
+                indices.append(f"({raw} + {ident}_n{k})")
+            else:
+                where = len(self.error_sites)
+                self.error_sites.append(ErrorSite(ref.array, expression(ref), k,
+                                                  self.current.loc.line if self.current.loc else 0))
+                name = f"asp_k{where}"
+                decls.append(f"int64_t {name};")
+                checks.append(f"asp_index_ok(asp_err, {where}, {raw}, &{name}, {ident}_n{k})")
+                indices.append(name)
+        return decls, checks, indices
+
+    def _read(self, ref: d.ArrayRef, printer: CExpression) -> str:
+        access = self._access(ref, write=False)
+        decls, checks, indices = self._indices(ref, access, printer)
+        element = f"ASP_AT_{c_identifier(ref.array)}({', '.join(indices)})"
+        if not checks:
+            return element
+        zero = f"({ctype(self.types.arrays[ref.array])})0"
+        return f"({{ {' '.join(decls)} ({' && '.join(checks)}) ? {element} : {zero}; }})"
+
+    # -- statements ------------------------------------------------------------------------------
+
+    def assignment(self, stmt: d.Assign) -> list[str]:
+        """The lines of one statement (without its predicate)."""
+        self.current = stmt
+        value_ty = self.types.of(stmt.value)
+        value = self.expr.value(stmt.value)
+        if isinstance(stmt.target, d.Var):
+            name = stmt.target.name
+            target_ty = self.types.variables[name]
+            lines = [f"{c_identifier(name)} = {self.expr.convert(value, value_ty, target_ty)};"]
+            if name in self.live:
+                lines.append(f"asp_w_{c_identifier(name)} = 1;")
+            return lines
+        ref = stmt.target
+        array_ty = self.types.arrays[ref.array]
+        value = self.expr.convert(value, value_ty, array_ty)
+        access = self._access(ref, write=True)
+        decls, checks, indices = self._indices(ref, access, self.expr)
+        element = f"ASP_AT_{c_identifier(ref.array)}({', '.join(indices)})"
+        if not checks:
+            return [f"{element} = {value};"]
+        return ["{", f"    {ctype(array_ty)} asp_v = {value};", *(f"    {x}" for x in decls),
+                f"    if ({' && '.join(checks)}) {element} = asp_v;", "}"]
+
+    # -- the module --------------------------------------------------------------------------------
+
+    def arguments(self) -> tuple[list[str], list[Argument]]:
+        params, args = [], []
+        for name in self.names.arrays:
+            pos = self.positions[name]
+            sig = self.signature[pos]
+            ident = c_identifier(name)
+            restrict = " restrict" if name not in self.aliased else ""
+            params.append(f"{ctype(self.types.arrays[name])} *{restrict} {ident}")
+            args.append(Argument("array", pos))
+            for k in range(sig.ndim):
+                params.append(f"int64_t {ident}_n{k}")
+                args.append(Argument("shape", pos, k))
+            if sig.layout != "C":
+                for k in range(sig.ndim):
+                    params.append(f"int64_t {ident}_s{k}")
+                    args.append(Argument("stride", pos, k))
+        for name in self.names.invariants:
+            ty = self.types.variables[name]
+            params.append(f"{ctype(ty)} {c_identifier(name)}")
+            args.append(Argument("scalar", self.positions[name], ctype=ctype(ty)))
+        for name in self.analysis.required:
+            ty = self.types.variables[name]
+            params.append(f"{ctype(ty)} asp_in_{c_identifier(name)}")
+            args.append(Argument("scalar", self.positions[name], ctype=ctype(ty)))
+        params.append("int32_t asp_threads")
+        args.append(Argument("threads"))
+        return params, args
+
+    def prologue(self) -> list[str]:
+        lines = ["(void)asp_threads;"]
+        for name in self.names.scalars + self.names.temps:
+            ty = self.types.variables[name]
+            ident = c_identifier(name)
+            init = f"asp_in_{ident}" if name in self.analysis.required else "0"
+            lines.append(f"{ctype(ty)} {ident} = {init};")
+            if name in self.live:
+                lines.append(f"int32_t asp_w_{ident} = 0;")
+        return lines
+
+    def outputs(self) -> tuple[list[str], list[str], list[Output]]:
+        fields, epilogue, outputs = [], [], []
+        for name in self.live:
+            ident = c_identifier(name)
+            ty = self.types.variables[name]
+            fields += [f"{ctype(ty)} v_{ident}", f"int32_t w_{ident}"]
+            epilogue += [f"asp_out.v_{ident} = {ident};", f"asp_out.w_{ident} = asp_w_{ident};"]
+            outputs.append(Output(name, f"v_{ident}", f"w_{ident}",
+                                  self.types.result_types.get(name, ty)))
+        return fields, epilogue, outputs
+
+    def emitter(self):
+        return CEmitter(self)
+
+    def build(self) -> CModule:
+        key = self.key()
+        entry = f"asp_nest_{key[:16]}"
+        out_type = f"asp_out_{key[:16]}"
+        emitter = self.emitter()
+        walk(self.plan.schedule, self.analysis.nest, emitter)
+        params, arguments = self.arguments()
+        fields, epilogue, outputs = self.outputs()
+        header = f"{self.variant} variant of {self.title}"
+        source = render("loopnest/c_module.c.mako", header=header, variant=self.variant, key=key,
+                        entry=entry, out_type=out_type, out_fields=fields, params=params,
+                        accessors=[self.accessor(a) for a in self.names.arrays],
+                        prologue=self.prologue() + emitter.prologue(), body=emitter.lines,
+                        epilogue=epilogue)
+        cdef = self.cdef(entry, out_type, params, fields)
+        return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
+                       tuple(self.error_sites), self.variant == "openmp")
+
+    @staticmethod
+    def cdef(entry: str, out_type: str, params: list[str], fields: list[str]) -> str:
+        c_params = []
+        for p in params:
+            ctype_, name = p.rsplit(" ", 1)
+            c_params.append(f"void * {name}" if "*" in ctype_ else f"{ctype_} {name}")
+        struct = "typedef struct { int32_t code; int32_t where; int64_t value; int64_t extent; } asp_error;\n"
+        struct += "typedef struct { asp_error err; " + "".join(f"{f}; " for f in fields) + f"}} {out_type};\n"
+        return struct + f"{out_type} {entry}({', '.join(c_params)});"
+
+
+class CEmitter:
+    """Prints the walk of a schedule as serial C (statements in source form, loops as
+    ``for`` with bounds computed once)."""
+
+    def __init__(self, builder: CModuleBuilder):
+        self.b = builder
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def prologue(self) -> list[str]:
+        return []
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def bounds(self, loop: d.Loop) -> tuple[str, str, str, str]:
+        """(start, end, step, comparison) C texts of a loop (bounds computed in a prologue)."""
+        expr = self.b.expr
+        step = self.b.plan.bound.loops[loop.lid].step
+        return (expr.integer(loop.start), expr.integer(loop.stop), expr.integer(loop.step),
+                "<" if step > 0 else ">")
+
+    def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
+        var = c_identifier(loop.var)
+        if loop.predicate:
+            self.line(f"if ({c_identifier(loop.predicate)}) {{")
+            self.depth += 1
+        start, stop, step, cmp = self.bounds(loop)
+        self.line("{")
+        self.depth += 1
+        self.line(f"const int64_t asp_lo_{var} = {start}, asp_hi_{var} = {stop}, "
+                  f"asp_step_{var} = {step};")
+        for pragma in self.pragmas(loop, node):
+            self.line(pragma)
+        self.line(f"for (int64_t {var} = asp_lo_{var}; {var} {cmp} asp_hi_{var}; "
+                  f"{var} += asp_step_{var}) {{")
+        self.depth += 1
+        body()
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+        if loop.predicate:
+            self.depth -= 1
+            self.line("}")
+
+    def pragmas(self, loop: d.Loop, node: SLoop) -> list[str]:
+        return []
+
+    def statement(self, stmt: d.Assign, node: SStmt) -> None:
+        lines = self.b.assignment(stmt)
+        if stmt.predicate:
+            self.line(f"if ({c_identifier(stmt.predicate)}) {{")
+            for text in lines:
+                self.line("    " + text)
+            self.line("}")
+        else:
+            for text in lines:
+                self.line(text)
+

@@ -1,0 +1,160 @@
+"""Compiled variants of a nest: build (or load from the disk cache) and call.
+
+``compile_variant`` generates the C (or OpenMP C) module of a plan for a call signature,
+builds it through ``asp_core.backends.c`` (cached on disk by its source, compiler and flags)
+and returns a ``CompiledVariant``: a callable taking the nest's inputs and returning the
+values it leaves in the kernel's scalars, as the plain-Python executor does. Before native code
+runs it raises the IndexError the iteration corners show (``safety``); after, it raises the
+Python exception the error record names.
+
+The Python side of a call is one generated function (``templates/loopnest/python_call.py.mako``)
+that passes each array's buffer, extents and strides and each scalar.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+
+
+from asp_core.backends.c import array_pointer, compile_c
+from asp_core.templates import render
+
+from .codegen.c import CModule, CModuleBuilder
+from .codegen.finals import UNCHANGED, finals_function
+from .codegen.openmp import OpenMPModuleBuilder
+from .rewrite import NO_VALUE
+from .safety import corner_index_error
+from .typeinfer import Ty
+
+_IDS = itertools.count()
+_FIT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+
+
+def generate(backend: str, analysis, plan, types, signature, title: str) -> CModule:
+    builder = OpenMPModuleBuilder if backend == "openmp" else CModuleBuilder
+    return builder(analysis, plan, types, signature, title).build()
+
+
+def compile_variant(backend: str, analysis, plan, types, signature, title: str,
+                    threads: int | None) -> "CompiledVariant":
+    module = generate(backend, analysis, plan, types, signature, title)
+    loaded = compile_c(module.source, module.cdef, name="nest", openmp=module.openmp)
+    shapes = {name: signature[analysis.names.inputs.index(name)] for name in analysis.names.arrays}
+    return CompiledVariant(module, loaded, analysis, plan, threads or 0, shapes)
+
+
+class CompiledVariant:
+    def __init__(self, module: CModule, loaded, analysis, plan, threads: int, sigs: dict):
+        self.module = module
+        self.analysis = analysis
+        self.plan = plan
+        names = analysis.names
+        self._call = _call_function(module, loaded, threads)
+        self._index_error = _corner_check(analysis, plan)
+        outputs = {o.name: o for o in module.outputs}
+        self._outputs = [(i, outputs.get(name)) for i, name in enumerate(names.outputs)]
+        self._first_output = len(names.inputs) - len(names.outputs)
+        live = analysis.live_loop_vars
+        self._finals = finals_function(analysis.nest, names.inputs, live) if live else None
+        self._final_positions = [names.outputs.index(v) for v in live]
+        self._convert = {o.name: _converter(o.result) for o in module.outputs}
+
+    def __call__(self, *inputs: Any) -> tuple:
+        if self._index_error is not None:
+            error = self._index_error(inputs)
+            if error is not None:
+                raise error
+        out = self._call(inputs)
+        if out.err.code:
+            raise python_error(out.err, self.module)
+        results = []
+        for position, output in self._outputs:
+            if output is not None and getattr(out, output.flag):
+                results.append(self._convert[output.name](getattr(out, output.field)))
+            elif output is not None:
+                results.append(inputs[self._first_output + position])  # never assigned
+            else:
+                results.append(NO_VALUE)  # not read after the nest
+        if self._finals is not None:
+            for position, value in zip(self._final_positions, self._finals(*inputs)):
+                results[position] = inputs[self._first_output + position] \
+                    if value is UNCHANGED else value
+        return tuple(results)
+
+
+def _corner_check(analysis, plan):
+    """A function of the inputs raising the corners' IndexError (computed once: the values
+    it depends on are the binding's), or None when every subscript is proven in range."""
+    from .analysis.binding import CHECKED
+
+    if not any(CHECKED in acc.modes and any(r is not None for r in acc.raw)
+               for accs in plan.bound.accesses.values() for acc in accs):
+        return None
+    shapes = dict(zip(analysis.names.arrays, plan.bound.key.shapes))
+    error = corner_index_error(analysis, plan, shapes)
+    return (lambda inputs: error) if error is not None else None
+
+
+def _converter(ty: Ty):
+    if ty.weak:
+        return {"b": bool, "i": int, "f": float}[ty.kind]
+    return ty.dtype.type
+
+
+def _call_function(module: CModule, loaded, threads: int):
+    """A generated Python function passing the inputs to the C entry point."""
+    items = []
+    for arg in module.arguments:
+        if arg.kind == "array":
+            items.append(f"ap(ffi, inputs[{arg.position}])")
+        elif arg.kind == "shape":
+            items.append(f"inputs[{arg.position}].shape[{arg.dim}]")
+        elif arg.kind == "stride":
+            items.append(f"inputs[{arg.position}].strides[{arg.dim}]")
+        elif arg.kind == "scalar":
+            cast = "float" if arg.ctype in ("double", "float") else \
+                "bool" if arg.ctype == "bool" else "int"
+            items.append(f"{cast}(inputs[{arg.position}])")
+        else:
+            items.append(str(int(threads)))
+    name = f"call_{next(_IDS)}"
+    source = render("loopnest/python_call.py.mako", name=name, items=items)
+    namespace: dict[str, Any] = {"ap": array_pointer, "ffi": loaded.ffi,
+                                 "entry": loaded.function(module.entry)}
+    exec(compile(source, f"<asp {name}>", "exec"), namespace)  # noqa: S102
+    return namespace[name]
+
+
+def python_error(err, module: CModule) -> Exception:
+    """The Python exception an error record stands for."""
+    code = err.code
+    if code == 1:
+        site = module.error_sites[err.where]
+        return IndexError(f"index {err.value} is out of bounds for axis {site.dim} with size "
+                          f"{err.extent}: {site.subscript} (line {site.line})")
+    if code == 2:
+        return ZeroDivisionError("division by zero")
+    if code == 3:
+        return ValueError("math domain error")
+    if code == 4:
+        return OverflowError("math range error")
+    if code == 5:
+        return OverflowError("a Python int left the 64-bit range in compiled code (plain "
+                             "Python would have computed a larger int); run this kernel with "
+                             "backend='python' for arbitrary-precision integers")
+    if code == 6:
+        return ValueError("a power of a negative float to a fractional exponent (Python would "
+                          "return a complex number)")
+    if code == 7:
+        return ValueError("cannot convert float NaN to integer")
+    if code == 8:
+        return OverflowError("cannot convert float infinity to integer")
+    if code == 9:
+        return OverflowError(f"Python integer {err.value} out of bounds for "
+                             f"{_FIT_DTYPES[err.where]}")
+    return RuntimeError(f"compiled loop nest reported error code {code}")
+
+
+

@@ -1,0 +1,40 @@
+<%doc>
+  One loop nest as a C module (serial C or OpenMP C): the runtime helpers, an accessor macro
+  per array, and the entry function returning a struct with the error record and the final
+  values of the scalars the kernel reads afterwards. Context: header, variant, key, entry,
+  out_type, out_fields, params, accessors, prologue, body, epilogue (lists of lines, the body
+  already indented below the function's level).
+</%doc>\
+/* ${header}
+ * variant: ${variant}
+ * key: ${key}
+ * Generated code: edit the kernel, not this file.
+ */
+<%include file="c_runtime.h.mako"/>
+
+% for line in accessors:
+${line}
+% endfor
+
+typedef struct {
+    asp_error err;
+% for field in out_fields:
+    ${field};
+% endfor
+} ${out_type};
+
+${out_type} ${entry}(${(",\n" + " " * (len(out_type) + len(entry) + 2)).join(params)}) {
+    ${out_type} asp_out;
+    memset(&asp_out, 0, sizeof asp_out);
+    asp_error *asp_err = &asp_out.err;
+% for line in prologue:
+    ${line}
+% endfor
+% for line in body:
+    ${line}
+% endfor
+% for line in epilogue:
+    ${line}
+% endfor
+    return asp_out;
+}

@@ -1,0 +1,230 @@
+<%doc>
+  Python's meaning in C: the helpers generated loop-nest code calls (included by c_module.c.mako).
+  An error records the first failure in the call's asp_error (under a critical section when
+  compiled with OpenMP) and returns 0; the call raises the matching Python exception after it
+  returns. No context.
+</%doc>\
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#define ASP_CRITICAL _Pragma("omp critical(asp_error)")
+#else
+#define ASP_CRITICAL
+#endif
+#define ASP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+enum {
+    ASP_INDEX_ERROR = 1,      /* IndexError: index out of bounds                         */
+    ASP_ZERO_DIVISION = 2,    /* ZeroDivisionError between Python numbers                */
+    ASP_MATH_DOMAIN = 3,      /* ValueError: math domain error                           */
+    ASP_MATH_RANGE = 4,       /* OverflowError: math range error                         */
+    ASP_INT_OVERFLOW = 5,     /* a Python int beyond 64 bits (Python would not overflow) */
+    ASP_COMPLEX = 6,          /* a Python float power with a complex result              */
+    ASP_NAN_TO_INT = 7,       /* ValueError: cannot convert float NaN to integer         */
+    ASP_INF_TO_INT = 8,       /* OverflowError: cannot convert float infinity to integer */
+    ASP_INT_BOUNDS = 9        /* OverflowError: Python integer out of bounds for a dtype */
+};
+
+typedef struct { int32_t code; int32_t where; int64_t value; int64_t extent; } asp_error;
+
+__attribute__((noinline, cold)) static void asp_fail(asp_error *e, int32_t code, int32_t where,
+                                                     int64_t value, int64_t extent) {
+    ASP_CRITICAL
+    {
+        if (e->code == 0) { e->code = code; e->where = where; e->value = value; e->extent = extent; }
+    }
+}
+
+/* Python wraps negative indices; anything else out of range is an IndexError. */
+static inline bool asp_index_ok(asp_error *e, int32_t where, int64_t raw, int64_t *index,
+                                int64_t extent) {
+    int64_t k = raw < 0 ? raw + extent : raw;
+    if (ASP_UNLIKELY((uint64_t)k >= (uint64_t)extent)) { asp_fail(e, ASP_INDEX_ERROR, where, raw, extent); return false; }
+    *index = k;
+    return true;
+}
+
+/* ---- arithmetic between Python ints: exact, or an error beyond 64 bits ---- */
+static inline int64_t asp_add_py(asp_error *e, int64_t a, int64_t b) {
+    int64_t r; if (ASP_UNLIKELY(__builtin_add_overflow(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
+}
+static inline int64_t asp_sub_py(asp_error *e, int64_t a, int64_t b) {
+    int64_t r; if (ASP_UNLIKELY(__builtin_sub_overflow(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
+}
+static inline int64_t asp_mul_py(asp_error *e, int64_t a, int64_t b) {
+    int64_t r; if (ASP_UNLIKELY(__builtin_mul_overflow(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
+}
+static inline int64_t asp_floordiv_py_i64(asp_error *e, int64_t a, int64_t b) {
+    if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
+    if (ASP_UNLIKELY(b == -1 && a == INT64_MIN)) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; }
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t asp_mod_py_i64(asp_error *e, int64_t a, int64_t b) {
+    if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
+    if (b == -1) return 0;
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t asp_ipow_py(asp_error *e, int64_t base, int64_t exp) {
+    int64_t r = 1;
+    while (exp > 0) {
+        if (exp & 1) r = asp_mul_py(e, r, base);
+        exp >>= 1;
+        if (exp) base = asp_mul_py(e, base, base);
+    }
+    return r;
+}
+static inline int64_t asp_abs_py(asp_error *e, int64_t a) {
+    if (ASP_UNLIKELY(a == INT64_MIN)) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; }
+    return a < 0 ? -a : a;
+}
+
+/* ---- NumPy integers: wrap around; division by zero gives 0 ---- */
+static inline int64_t asp_floordiv_i64(int64_t a, int64_t b) {
+    if (b == 0) return 0;
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t asp_mod_i64(int64_t a, int64_t b) {
+    if (b == 0 || b == -1) return 0;
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+#define asp_floordiv_i32(a, b) ((int32_t)asp_floordiv_i64((a), (b)))
+#define asp_floordiv_i16(a, b) ((int16_t)asp_floordiv_i64((a), (b)))
+#define asp_floordiv_i8(a, b) ((int8_t)asp_floordiv_i64((a), (b)))
+#define asp_mod_i32(a, b) ((int32_t)asp_mod_i64((a), (b)))
+#define asp_mod_i16(a, b) ((int16_t)asp_mod_i64((a), (b)))
+#define asp_mod_i8(a, b) ((int8_t)asp_mod_i64((a), (b)))
+static inline uint64_t asp_floordiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+static inline uint64_t asp_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+#define asp_floordiv_u32(a, b) ((uint32_t)asp_floordiv_u64((a), (b)))
+#define asp_floordiv_u16(a, b) ((uint16_t)asp_floordiv_u64((a), (b)))
+#define asp_floordiv_u8(a, b) ((uint8_t)asp_floordiv_u64((a), (b)))
+#define asp_mod_u32(a, b) ((uint32_t)asp_mod_u64((a), (b)))
+#define asp_mod_u16(a, b) ((uint16_t)asp_mod_u64((a), (b)))
+#define asp_mod_u8(a, b) ((uint8_t)asp_mod_u64((a), (b)))
+static inline uint64_t asp_ipow_u64(uint64_t base, int64_t exp) {
+    uint64_t r = 1;
+    while (exp > 0) { if (exp & 1) r *= base; exp >>= 1; if (exp) base *= base; }
+    return r;
+}
+#define asp_ipow_i64(a, k) ((int64_t)asp_ipow_u64((uint64_t)(a), (k)))
+#define asp_ipow_i32(a, k) ((int32_t)asp_ipow_u64((uint64_t)(a), (k)))
+#define asp_ipow_i16(a, k) ((int16_t)asp_ipow_u64((uint64_t)(a), (k)))
+#define asp_ipow_i8(a, k) ((int8_t)asp_ipow_u64((uint64_t)(a), (k)))
+#define asp_ipow_u32(a, k) ((uint32_t)asp_ipow_u64((uint64_t)(a), (k)))
+#define asp_ipow_u16(a, k) ((uint16_t)asp_ipow_u64((uint64_t)(a), (k)))
+#define asp_ipow_u8(a, k) ((uint8_t)asp_ipow_u64((uint64_t)(a), (k)))
+static inline int64_t asp_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
+#define asp_abs_i32(a) ((int32_t)((a) < 0 ? -(int64_t)(a) : (a)))
+#define asp_abs_i16(a) ((int16_t)((a) < 0 ? -(int64_t)(a) : (a)))
+#define asp_abs_i8(a) ((int8_t)((a) < 0 ? -(int64_t)(a) : (a)))
+#define asp_abs_u64(a) (a)
+#define asp_abs_u32(a) (a)
+#define asp_abs_u16(a) (a)
+#define asp_abs_u8(a) (a)
+
+/* ---- floats: floor division and remainder round toward minus infinity (CPython's and
+   NumPy's algorithm); the _py forms raise ZeroDivisionError as Python floats do ---- */
+% for t, f, sfx in (("double", "", "f64"), ("float", "f", "f32")):
+static inline ${t} asp_mod_${sfx}(${t} a, ${t} b) {
+    ${t} mod = fmod${f}(a, b);
+    if (!b) return mod;
+    if (mod) { if ((b < 0) != (mod < 0)) mod += b; }
+    else mod = copysign${f}(0, b);
+    return mod;
+}
+static inline ${t} asp_floordiv_${sfx}(${t} a, ${t} b) {
+    if (!b) return a / b;
+    ${t} mod = fmod${f}(a, b);
+    ${t} div = (a - mod) / b;
+    if (mod && ((b < 0) != (mod < 0))) div -= 1;
+    if (!div) return copysign${f}(0, a / b);
+    ${t} floordiv = floor${f}(div);
+    if (div - floordiv > (${t})0.5) floordiv += 1;
+    return floordiv;
+}
+static inline ${t} asp_mod_${sfx}_py(asp_error *e, ${t} a, ${t} b) {
+    if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
+    return asp_mod_${sfx}(a, b);
+}
+static inline ${t} asp_floordiv_${sfx}_py(asp_error *e, ${t} a, ${t} b) {
+    if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
+    return asp_floordiv_${sfx}(a, b);
+}
+static inline ${t} asp_np_maximum_${sfx}(${t} a, ${t} b) { return (a >= b || isnan(a)) ? a : b; }
+static inline ${t} asp_np_minimum_${sfx}(${t} a, ${t} b) { return (a <= b || isnan(a)) ? a : b; }
+% endfor
+static inline double asp_truediv_py(asp_error *e, double a, double b) {
+    if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
+    return a / b;
+}
+static inline double asp_pow_py(asp_error *e, double a, double b) {
+    if (ASP_UNLIKELY(a == 0 && b < 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
+    if (ASP_UNLIKELY(a < 0 && isfinite(a) && isfinite(b) && b != floor(b))) {
+        asp_fail(e, ASP_COMPLEX, 0, 0, 0); return 0;
+    }
+    double r = pow(a, b);
+    if (ASP_UNLIKELY(isinf(r) && isfinite(a) && isfinite(b))) { asp_fail(e, ASP_MATH_RANGE, 0, 0, 0); return 0; }
+    return r;
+}
+
+/* ---- conversions with Python's checks ---- */
+static inline int64_t asp_f2i(asp_error *e, double x) {          /* int(x) */
+    if (ASP_UNLIKELY(isnan(x))) { asp_fail(e, ASP_NAN_TO_INT, 0, 0, 0); return 0; }
+    if (ASP_UNLIKELY(isinf(x))) { asp_fail(e, ASP_INF_TO_INT, 0, 0, 0); return 0; }
+    if (ASP_UNLIKELY(x >= 9223372036854775808.0 || x < -9223372036854775808.0)) {
+        asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0;
+    }
+    return (int64_t)x;
+}
+% for name, lo, hi in (("i8", "INT8_MIN", "INT8_MAX"), ("i16", "INT16_MIN", "INT16_MAX"), ("i32", "INT32_MIN", "INT32_MAX"), ("u8", "0", "UINT8_MAX"), ("u16", "0", "UINT16_MAX"), ("u32", "0", "UINT32_MAX")):
+static inline int64_t asp_fit_${name}(asp_error *e, int64_t v) {
+    if (ASP_UNLIKELY(v < ${lo} || v > ${hi})) { asp_fail(e, ASP_INT_BOUNDS, ${loop.index}, v, 0); return 0; }
+    return v;
+}
+% endfor
+static inline int64_t asp_fit_i64(asp_error *e, int64_t v) { (void)e; return v; }
+
+/* ---- the math module: CPython's checks on results (nan from a number: ValueError;
+   infinity from a finite number: OverflowError or, at a pole, ValueError) ---- */
+static inline double asp_check1(asp_error *e, double r, double x, int can_overflow) {
+    if (ASP_UNLIKELY(isnan(r) && !isnan(x))) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
+    if (ASP_UNLIKELY(isinf(r) && isfinite(x))) {
+        asp_fail(e, can_overflow ? ASP_MATH_RANGE : ASP_MATH_DOMAIN, 0, 0, 0); return 0;
+    }
+    return r;
+}
+static inline double asp_check2(asp_error *e, double r, double x, double y, int can_overflow) {
+    if (ASP_UNLIKELY(isnan(r) && !isnan(x) && !isnan(y))) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
+    if (ASP_UNLIKELY(isinf(r) && isfinite(x) && isfinite(y))) {
+        asp_fail(e, can_overflow ? ASP_MATH_RANGE : ASP_MATH_DOMAIN, 0, 0, 0); return 0;
+    }
+    return r;
+}
+#define asp_math1(e, f, x, can_overflow) \
+    ({ double asp_x_ = (x); asp_check1((e), f(asp_x_), asp_x_, (can_overflow)); })
+#define asp_math2(e, f, x, y, can_overflow) \
+    ({ double asp_x_ = (x), asp_y_ = (y); asp_check2((e), f(asp_x_, asp_y_), asp_x_, asp_y_, (can_overflow)); })
+static inline double asp_math_pow(asp_error *e, double x, double y) {
+    if (ASP_UNLIKELY(x == 0 && y < 0)) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
+    return asp_check2(e, pow(x, y), x, y, 1);
+}
+static inline double asp_math_fmod(asp_error *e, double x, double y) {
+    if (ASP_UNLIKELY(isinf(x) || y == 0)) {
+        if (!isnan(x) && !isnan(y)) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
+    }
+    return fmod(x, y);
+}
+static inline double asp_math_log2arg(asp_error *e, double x, double base) {
+    double num = asp_check1(e, log(x), x, 0);
+    double den = asp_check1(e, log(base), base, 0);
+    if (ASP_UNLIKELY(den == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
+    return num / den;
+}
