@@ -13,14 +13,24 @@ stable text for on-disk keys.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class ArraySig:
+class _Hashed:
+    """Frozen signature parts hash once (signatures key the per-call variant lookup)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self))))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+@dataclass(frozen=True, eq=True)
+class ArraySig(_Hashed):
     dtype: np.dtype
     ndim: int
     layout: str  # "C" (C-contiguous) or "S" (any strides)
@@ -30,8 +40,8 @@ class ArraySig:
         return f"{self.dtype.str}[{self.ndim}d,{self.layout}{'' if self.writeable else ',ro'}]"
 
 
-@dataclass(frozen=True)
-class ScalarSig:
+@dataclass(frozen=True, eq=True)
+class ScalarSig(_Hashed):
     dtype: np.dtype  # Python int -> int64, float -> float64, bool -> bool, complex -> complex128
     weak: bool       # True for Python scalars
 
@@ -39,8 +49,8 @@ class ScalarSig:
         return ("py:" if self.weak else "np:") + self.dtype.str
 
 
-@dataclass(frozen=True)
-class ObjectSig:
+@dataclass(frozen=True, eq=True)
+class ObjectSig(_Hashed):
     typename: str
 
     def __str__(self) -> str:
@@ -49,6 +59,7 @@ class ObjectSig:
 
 Sig = ArraySig | ScalarSig | ObjectSig
 
+_OBJECTS: dict[type, "ObjectSig"] = {}
 _PY_SCALARS = {
     bool: ScalarSig(np.dtype(np.bool_), True),
     int: ScalarSig(np.dtype(np.int64), True),
@@ -58,16 +69,22 @@ _PY_SCALARS = {
 _NP_SCALARS: dict[type, ScalarSig] = {}
 
 
+_ARRAYS: dict[tuple, ArraySig] = {}
+
+
 def value_signature(value: Any) -> Sig:
-    """The signature of one argument."""
+    """The signature of one argument (signature objects are shared: cheap per call)."""
     t = type(value)
     sig = _PY_SCALARS.get(t)
     if sig is not None:
         return sig
     if t is np.ndarray:
         flags = value.flags
-        return ArraySig(value.dtype, value.ndim, "C" if flags.c_contiguous else "S",
-                        flags.writeable)
+        key = (value.dtype, value.ndim, flags.c_contiguous, flags.writeable)
+        sig = _ARRAYS.get(key)
+        if sig is None:
+            sig = _ARRAYS[key] = ArraySig(key[0], key[1], "C" if key[2] else "S", key[3])
+        return sig
     if isinstance(value, np.generic):
         sig = _NP_SCALARS.get(t)
         if sig is None:
@@ -81,7 +98,10 @@ def value_signature(value: Any) -> Sig:
         return _PY_SCALARS[int]
     if isinstance(value, float):
         return _PY_SCALARS[float]
-    return ObjectSig(f"{t.__module__}.{t.__qualname__}")
+    sig = _OBJECTS.get(t)
+    if sig is None:
+        sig = _OBJECTS[t] = ObjectSig(f"{t.__module__}.{t.__qualname__}")
+    return sig
 
 
 def signature_of(args: Sequence[Any]) -> tuple[Sig, ...]:

@@ -50,6 +50,15 @@ class Variant:
     run: Callable[..., Any]
     key: str = ""
 
+    @property
+    def record(self) -> "CallRecord":
+        """The call record of a call that ran this variant as the first choice."""
+        record = self.__dict__.get("_record")
+        if record is None:
+            record = CallRecord(self.backend, None)
+            object.__setattr__(self, "_record", record)
+        return record
+
 
 @dataclass(frozen=True)
 class CallRecord:
@@ -145,9 +154,11 @@ class Specializer:
         for backend in self.candidates():
             found = self._variant(sig, backend, args)
             if isinstance(found, Variant):
-                self.last_call = CallRecord(backend, _reasons(failures))
                 if failures:
+                    self.last_call = CallRecord(backend, _reasons(failures))
                     warn_once(self.name, f"ran on {backend}: {_reasons(failures)}")
+                else:
+                    self.last_call = found.record
                 return found.run(*args)
             failures.append(found)
         return self._fallback(_reasons(failures) or "no backend available", args, kwargs,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import logging
 from dataclasses import dataclass
 from typing import Callable
 
@@ -37,6 +38,7 @@ from .analysis.binding import Binder, BindingKey, BoundNest, bind_nest
 from .analysis.graph import DependenceGraph, StaticDependences, dependence_graph, static_dependences
 from .schedule.allen_kennedy import NestStructure, nest_structure, schedule_nest
 from .schedule.sequential import sequential_schedule
+from .schedule.verify import violations
 from .schedule.tree import Schedule
 
 
@@ -111,6 +113,8 @@ class NestAnalysis:
         return found
 
 
+log = logging.getLogger("asp.loopnest")
+
 PLAN_CACHE_SIZE = 256
 
 
@@ -121,16 +125,34 @@ class Plan:
     bound: BoundNest
     graph: DependenceGraph
     schedule: Schedule
+    work: int = 0   # an upper bound of the number of statement instances
+    rejected: tuple[str, ...] = ()  # what schedule verification found (then: source order)
+
+    @functools.cached_property
+    def parallel(self) -> bool:
+        """Does the schedule run any loop in parallel?"""
+        return bool(self.schedule.parallel_loops())
 
 
 def make_plan(analysis: NestAnalysis, key: BindingKey) -> Plan:
     """Finish the staged analysis for one binding: bind, test the remaining pairs, schedule."""
     bound = bind_nest(analysis.names, analysis.access, analysis.binder.atoms, key)
     graph = dependence_graph(analysis.access, analysis.static_dependences, bound)
+    work = 0
+    for st in analysis.access.statements:
+        count = 1
+        for lid in st.loops:
+            count *= max(bound.loops[lid].t_max + 1, 0)
+        work += count
     if analysis.order_restriction:
-        return Plan(bound, graph, analysis.sequential)
+        return Plan(bound, graph, analysis.sequential, work)
     schedule = schedule_nest(analysis.structure, graph)
-    return Plan(bound, graph, schedule)
+    wrong = tuple(violations(schedule, graph))
+    if wrong:  # a scheduler bug: never run it; keep the source order, which is always legal
+        log.error("loop nest %d at line %d: the schedule violates dependences (%s); running "
+                  "it in source order", analysis.index, analysis.line, "; ".join(wrong[:3]))
+        return Plan(bound, graph, analysis.sequential, work, wrong)
+    return Plan(bound, graph, schedule, work)
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,10 +43,15 @@ def _modes(plan) -> tuple:
     return modes, steps, plan.bound.key.aliases
 
 
+#: Work (statement instances) from which an OpenMP variant is preferred to serial C. A
+#: placeholder for the cost model: below it, forking threads costs more than it saves.
+OPENMP_MIN_WORK = 1 << 15
+
+
 class NestRunner(Specializer):
     """Dispatches one nest of one kernel instance."""
 
-    backends = (PYTHON,)
+    backends = COMPILED
 
     def __init__(self, analysis: NestAnalysis | RejectedNest, ctx: KernelContext, *,
                  backend: str | None = None, strict: bool = False,
@@ -59,6 +64,11 @@ class NestRunner(Specializer):
         self.last_plan = None
         self._gather = None
         self._executors: dict = {}
+        self._checked: set = set()
+        self._key = None
+        from asp_core.platform import cpu_cores
+
+        self._cores = cpu_cores()
         if not isinstance(analysis, RejectedNest):
             self._gather = _make_gather(analysis, ctx)
 
@@ -85,8 +95,22 @@ class NestRunner(Specializer):
     def signature(self, args: Sequence[Any]):
         """Types of the inputs, and the binding of the values the analysis depends on."""
         types = signature_of(args)
-        check_arguments(self.analysis, types)
-        return types, self.analysis.binder.key(args)
+        if types not in self._checked:
+            check_arguments(self.analysis, types)
+            self._checked.add(types)
+        key = self.analysis.binder.key(args)
+        self._key = key
+        return types, key
+
+    def candidates(self) -> tuple[str, ...]:
+        """The forced backend, else OpenMP (when the schedule has parallel loops and enough
+        work, and this machine more than one core) then serial C."""
+        if self.backend:
+            return (self.backend,)
+        plan = self.analysis.plan(self._key)
+        if plan.parallel and plan.work >= OPENMP_MIN_WORK and self._cores > 1:
+            return ("openmp", "c")
+        return ("c",)
 
     def build(self, backend: str, signature, args: Sequence[Any]) -> Variant:
         analysis = self.analysis

@@ -124,7 +124,9 @@ def _call_function(module: CModule, loaded, threads: int):
     namespace: dict[str, Any] = {"ap": array_pointer, "ffi": loaded.ffi,
                                  "entry": loaded.function(module.entry)}
     exec(compile(source, f"<asp {name}>", "exec"), namespace)  # noqa: S102
-    return namespace[name]
+    function = namespace[name]
+    function.__asp_source__ = source
+    return function
 
 
 def python_error(err, module: CModule) -> Exception:

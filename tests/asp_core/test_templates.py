@@ -48,6 +48,37 @@ def _loopnest_finals():
     return finals_function(a.nest, a.names.inputs, ("i",)).__asp_source__
 
 
+def _loopnest_c_module(backend="c"):
+    import numpy as np
+
+    from specializers.loopnest import LoopKernel
+    from specializers.loopnest.typeinfer import infer_types
+    from specializers.loopnest.variants import generate
+
+    class Sample(LoopKernel):
+        kernel = sample_kernel
+
+    kernel = Sample(backend="python")
+    kernel.cut = 0.5
+    kernel.kernel(np.arange(4.0), np.zeros(4), 4)
+    runner = kernel._asp_current.runners[0]
+    types, _ = runner.signature(runner.last_inputs)
+    return generate(backend, runner.analysis, runner.last_plan,
+                    infer_types(runner.analysis, types), types, "sample")
+
+
+def _loopnest_call():
+    from specializers.loopnest.variants import _call_function
+
+    class Loaded:
+        ffi = None
+
+        def function(self, name):
+            return None
+
+    return _call_function(_loopnest_c_module(), Loaded(), 0).__asp_source__
+
+
 # Every template of the project, rendered through the code that really uses it. A new template
 # without an entry here fails test_every_template_is_rendered.
 RENDERERS = {
@@ -55,6 +86,9 @@ RENDERERS = {
     "loopnest/python_nest.py.mako": _loopnest_executor,
     "loopnest/python_gather.py.mako": _loopnest_gather,
     "loopnest/python_finals.py.mako": _loopnest_finals,
+    "loopnest/python_call.py.mako": _loopnest_call,
+    "loopnest/c_module.c.mako": lambda: _loopnest_c_module("openmp").source,
+    "loopnest/c_runtime.h.mako": lambda: tpl.render("loopnest/c_runtime.h.mako"),
 }
 
 
@@ -72,6 +106,11 @@ def test_template_renders_to_compilable_text(name, tmp_path):
         subprocess.run(["g++", "-fsyntax-only", "-std=gnu++17", str(src)], check=True)
     if name.endswith(".py.mako"):
         compile(text, name, "exec")
+    if name.endswith((".c.mako", ".h.mako")):
+        src = tmp_path / "t.c"
+        src.write_text(text)
+        subprocess.run(["gcc", "-fsyntax-only", "-std=gnu11", "-fopenmp", "-Wall", "-Werror",
+                        "-Wno-unused-function", "-Wno-unused-variable", str(src)], check=True)
 
 
 def test_undefined_name_is_an_error(tmp_path):

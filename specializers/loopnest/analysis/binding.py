@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -81,8 +81,9 @@ class BoundAccess:
 DIRECT, SHIFTED, CHECKED = "direct", "shifted", "checked"
 
 
-@dataclass(frozen=True)
-class BindingKey:
+class BindingKey(NamedTuple):
+    """The run-time values an analysis depends on (a tuple: cheap to hash per call)."""
+
     atoms: tuple[int, ...]
     shapes: tuple[tuple[int, ...], ...]
     aliases: tuple                     # () when no two arrays share memory
@@ -138,29 +139,30 @@ class Binder:
         except Exception as exc:  # what Python itself would raise; the original code reports it
             raise UnsupportedArgument(f"a loop bound or subscript cannot be evaluated before "
                                       f"the nest runs ({type(exc).__name__}: {exc})") from None
-        atoms = []
         for atom, value in zip(self.atoms, values):
-            if isinstance(value, (int, np.integer)):
-                atoms.append(int(value))
-            else:
+            if type(value) is not int:
+                if isinstance(value, np.integer) or (isinstance(value, int)):
+                    values = tuple(int(v) for v in values)
+                    continue
                 from ..pretty import expression
 
                 raise UnsupportedArgument(f"'{expression(atom)}' is {value!r}, not an integer; "
                                           "loop bounds and subscripts must be integers")
         arrays = [inputs[i] for i in self.array_positions]
-        shapes = tuple(a.shape for a in arrays)
-        return BindingKey(tuple(atoms), shapes, self._aliases(arrays))
+        shapes = tuple([a.shape for a in arrays])
+        return BindingKey(values, shapes, self._aliases(arrays) if self.written else ())
 
     def _aliases(self, arrays: list) -> tuple:
-        found = []
+        found = None
         for w in self.written:
+            target = arrays[w]
             for j, other in enumerate(arrays):
-                if j == w or (j in self.written and j < w):
+                if j == w or (j < w and j in self.written):
                     continue
-                if arrays[w] is other or np.may_share_memory(arrays[w], other):
-                    same = _same_view(arrays[w], other)
-                    found.append((min(w, j), max(w, j), same))
-        return tuple(sorted(set(found)))
+                if target is other or np.may_share_memory(target, other):
+                    found = found or set()
+                    found.add((min(w, j), max(w, j), _same_view(target, other)))
+        return tuple(sorted(found)) if found else ()
 
 
 def _same_view(a: np.ndarray, b: np.ndarray) -> bool:

@@ -232,12 +232,87 @@ def _emit_loop(ctx: _Context, level: int, lid: int, stmts: frozenset[int], paral
                edges: list[Edge]) -> list:
     reductions, private, lastprivate = _loop_clauses(ctx, lid, stmts, edges, level)
     body = tuple(_build(ctx, level + 1, lid, stmts))
-    distributed = SLoop(lid, parallel, body, reductions if parallel else (), private, lastprivate)
+    chosen = SLoop(lid, parallel, body, reductions if parallel else (), private, lastprivate)
     if not parallel:
         band = _interchanged_band(ctx, level, lid, stmts, edges)
-        if band is not None and _score(band, ctx) > _score(distributed, ctx):
-            return [band]
-    return [distributed]
+        if band is not None and _score(band, ctx) > _score(chosen, ctx):
+            chosen = band
+    return [_with_locality(ctx, chosen, stmts, edges)]
+
+
+def _with_locality(ctx: _Context, node: SLoop, stmts: frozenset[int], edges: list[Edge]) -> SLoop:
+    """In a perfect band, move innermost the loop that walks the most subscripts with unit
+    stride (the last subscript, coefficient 1), when that is legal and keeps the outermost
+    loop's parallelism: what a CPU's caches and vector units want (gemm runs i, k, j)."""
+    chain = [node]
+    while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], SLoop):
+        chain.append(chain[-1].body[0])
+    if len(chain) < 2 or any(isinstance(c, SLoop) for c in chain[-1].body):
+        return node
+    band = [n.lid for n in chain]
+    variables = {ctx.loops[l].var for l in band}
+    for l in band[1:]:
+        info = ctx.access.loop(l)
+        if info.predicate or (set(info.start.variables) | set(info.stop.variables)) & variables:
+            return node
+    best = _unit_stride_loop(ctx, stmts, band)
+    if best is None or best == band[-1]:
+        return node
+    order = [l for l in band if l != best] + [best]
+    # ``edges`` holds the dependences not yet satisfied by an enclosing sequential loop
+    vectors = [{l: e.vector[ctx.depth[l] - 1] for l in band} for e in edges
+               if e.source in stmts and e.sink in stmts and e.level is not None
+               and e.reduction is None]
+    flags = _legal_flags(order, vectors)
+    if flags is None or flags[0] != chain[0].parallel or sum(flags) < sum(n.parallel for n in chain):
+        return node
+    reductions = {l: tuple(sorted({(e.variable, e.reduction) for e in edges
+                                   if e.reduction is not None and e.source in stmts
+                                   and e.sink in stmts and e.vector[ctx.depth[l] - 1] != "="}))
+                  for l in band}
+    private = tuple(sorted({p for n in chain for p in n.private}))
+    last = tuple(sorted({p for n in chain for p in n.lastprivate}))
+    inner: tuple = chain[-1].body
+    for l, parallel in reversed(list(zip(order, flags))):
+        inner = (SLoop(l, parallel, inner, reductions[l] if parallel else (), private, last),)
+    return inner[0]
+
+
+def _unit_stride_loop(ctx: _Context, stmts: frozenset[int], band: list[int]) -> int | None:
+    scores: dict[int, int] = {}
+    for sid in stmts:
+        info = ctx.access.statement(sid)
+        scope = {ctx.loops[l].var: l for l in info.loops}
+        for acc in info.accesses:
+            if not acc.subscripts or acc.subscripts[-1] is None:
+                continue
+            last = acc.subscripts[-1]
+            for term in last.terms:
+                lid = scope.get(term.var)
+                if lid in band and term.coeff.constant in (1, -1) and not any(
+                        s is None or lid in [scope.get(t.var) for t in s.terms]
+                        for s in acc.subscripts[:-1]):
+                    scores[lid] = scores.get(lid, 0) + 1
+    if not scores:
+        return None
+    return max(band, key=lambda l: (scores.get(l, 0), band.index(l)))
+
+
+def _legal_flags(order: list[int], vectors: list[dict[int, str]]) -> list[bool] | None:
+    """Whether each loop of the permuted band is parallel, or None if the permutation would
+    reverse a dependence."""
+    unsatisfied = list(vectors)
+    flags = []
+    for l in order:
+        directions = {v[l] for v in unsatisfied}
+        if directions <= {"="}:
+            flags.append(True)
+        elif directions <= {"=", "<"}:
+            flags.append(False)
+            unsatisfied = [v for v in unsatisfied if v[l] == "="]
+        else:
+            return None
+    return flags
 
 
 def _score(node: SLoop, ctx: _Context) -> tuple[int, int]:

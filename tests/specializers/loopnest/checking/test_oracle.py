@@ -52,6 +52,7 @@ def test_no_dependence_missed_and_any_order_is_correct(start):
         plan = analysis.plan(analysis.binder.key(inputs))
         lost = missed(exact_dependences(analysis, values), plan.graph.edges)
         assert not lost, f"seed {seed} misses {lost[:3]}\n{nest.source}{nest.args}"
+        assert plan.rejected == (), f"seed {seed}: schedule rejected {plan.rejected}"
         args = [values[p] for p in Kernel.kernel.__wrapped__.__code__.co_varnames[1:
                 Kernel.kernel.__wrapped__.__code__.co_argcount]]
         plain = copy.deepcopy(args)

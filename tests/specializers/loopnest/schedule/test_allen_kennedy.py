@@ -74,9 +74,14 @@ def test_interchange_moves_parallel_loops_outward_only_when_it_pays():
                     C[i, j] = C[i, j] + A[i, k] * B[k, j]
 
     a, plan = plan_of(gemm_ikj, C=np.zeros((3, 4)), A=np.zeros((3, 5)), B=np.zeros((5, 4)))
-    assert per_statement(plan) == [(("k",), ("i", "j"), ())]
+    assert sorted(per_statement(plan)[0][1]) == ["i", "j"] and per_statement(plan)[0][0] == ("k",)
+    # i parallel outermost; then, for locality, j (unit stride in C and B) goes innermost:
+    # i (parallel), k (sequential), j (parallel)
     outer = plan.schedule.root[0]
-    assert outer.parallel and outer.body[0].parallel and not outer.body[0].body[0].parallel
+    loops = {l.lid: l.var for l in a.access.loops}
+    middle, inner = outer.body[0], outer.body[0].body[0]
+    assert [loops[outer.lid], loops[middle.lid], loops[inner.lid]] == ["i", "k", "j"]
+    assert outer.parallel and not middle.parallel and inner.parallel
 
 
 def test_sequential_loop_around_parallel_inner_loops():
