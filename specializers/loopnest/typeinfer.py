@@ -166,9 +166,11 @@ class TypeInfo:
 
 
 def expr_type(expr: d.Expr, variables: dict[str, Ty], arrays: dict[str, Ty]) -> Ty:
-    """The type of ``expr`` when every scalar has its storage type."""
-    (ty,) = expr_types(expr, {k: frozenset({v}) for k, v in variables.items()}, arrays)
-    return ty
+    """The (storage) type of ``expr`` when every scalar has its storage type: one dtype, weak
+    only if every possibility is (``max(A[i], x)`` may be either, of one dtype)."""
+    types = expr_types(expr, {k: frozenset({v}) for k, v in variables.items()}, arrays)
+    (dtype,) = {t.dtype for t in types}
+    return Ty(dtype, all(t.weak for t in types))
 
 
 def expr_types(expr: d.Expr, variables: dict[str, frozenset[Ty]], arrays: dict[str, Ty]
@@ -201,6 +203,14 @@ def expr_types(expr: d.Expr, variables: dict[str, frozenset[Ty]], arrays: dict[s
         _one_dtype(expr, out)
         _one_dtype(expr, frozenset(common_type(*combo) for combo in _product(children)
                                    if len(combo) == 2))
+        return out
+    if isinstance(expr, d.IfExp):  # one of the two branches, as it is
+        out = children[1] | children[2]
+        _one_dtype(expr, out)
+        return out
+    if isinstance(expr, d.BoolOp) and not all(t.kind == "b" for c in children for t in c):
+        out = frozenset().union(*children)  # and/or return one of their operands
+        _one_dtype(expr, out)
         return out
     out = frozenset(_node_type(expr, combo) for combo in _product(children))
     _one_dtype(expr, out)
@@ -335,7 +345,8 @@ def infer_types(analysis, signature) -> TypeInfo:
             if len({t.dtype for t in source}) > 1:
                 raise UnsupportedArgument(f"'{expression(stmt.target)} = {expression(stmt.value)}'"
                                           " copies a value whose precision depends on the run")
-    converted = tuple(s for s in analysis.required if entry[s] != variables[s])
+    # Only a change of dtype converts the value (weak and strong of one dtype hold the same).
+    converted = tuple(s for s in analysis.required if entry[s].dtype != variables[s].dtype)
     for s in converted:
         _check_whole_reads(analysis, s, entry[s], variables[s])
     return TypeInfo(variables, arrays, converted, result_types)

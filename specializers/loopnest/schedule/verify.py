@@ -8,7 +8,9 @@ each dependence edge S1 -> S2 it follows the two statements' paths in the tree:
   edge belongs to); a ``>`` or ``*`` there, or a ``<`` on a parallel loop, would let the sink
   run before the source;
 * if it is ``=`` on all of them, S1 must come first where the paths part (loop distribution
-  put S1's copy of the loop before S2's, or S1 before S2 in one body).
+  put S1's copy of the loop before S2's, or S1 before S2 in one body);
+* the updates of one reduction commute, so their edges only ask that a parallel loop whose
+  iterations both update it combine them (it lists the reduction).
 
 ``violations`` returns what is wrong (empty: the schedule is legal). The pipeline runs it on
 every schedule and keeps the source order if it finds anything: defence in depth against a
@@ -46,6 +48,9 @@ def violations(schedule: Schedule, graph: DependenceGraph) -> list[str]:
             found.append(f"{_text(edge)}: a statement is missing from the schedule")
             continue
         position = {lid: k for k, lid in enumerate(edge.loops)}
+        if edge.reduction is not None:
+            found += _reduction_violations(edge, p1, p2, position)
+            continue
         satisfied = False
         depth = 0
         while depth < min(len(p1), len(p2)) and p1[depth][0] is p2[depth][0]:
@@ -74,6 +79,25 @@ def violations(schedule: Schedule, graph: DependenceGraph) -> list[str]:
         if not satisfied and edge.source != edge.sink:
             found.append(f"{_text(edge)}: not ordered by the schedule")
     return found
+
+
+def _reduction_violations(edge, p1, p2, position) -> list[str]:
+    """Updates of one reduction commute: their order does not matter, but a parallel loop
+    whose iterations both update it must combine them (the reduction clause)."""
+    out = []
+    depth = 0
+    while depth < min(len(p1), len(p2)) and p1[depth][0] is p2[depth][0]:
+        node = p1[depth][0]
+        if isinstance(node, SLoop) and node.parallel:
+            k = position.get(node.lid)
+            if k is not None and edge.vector[k] != "=" and \
+                    (edge.variable, edge.reduction) not in node.reductions:
+                out.append(f"{_text(edge)}: a parallel loop updates the reduction without "
+                           "combining it")
+        if p1[depth][1] != p2[depth][1]:
+            break
+        depth += 1
+    return out
 
 
 def _text(edge) -> str:
