@@ -147,8 +147,12 @@ def python_error(err, module: CModule) -> Exception:
                              "Python would have computed a larger int); run this kernel with "
                              "backend='python' for arbitrary-precision integers")
     if code == 6:
-        return ValueError("a power of a negative float to a fractional exponent (Python would "
-                          "return a complex number)")
+        # Plain Python would go on with a complex number, which compiled code does not
+        # hold; nearly every use of it (storing it in a real array, comparing it, passing it
+        # to math) raises TypeError in Python, so that is what this raises too.
+        return TypeError("a power of a negative float to a fractional exponent: plain Python "
+                         "would compute a complex number, which compiled code does not support; "
+                         "run this kernel with backend='python' to work with complex values")
     if code == 7:
         return ValueError("cannot convert float NaN to integer")
     if code == 8:

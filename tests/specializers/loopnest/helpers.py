@@ -21,6 +21,23 @@ def identical(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def within_ulps(a: np.ndarray, b: np.ndarray, ulps: int) -> bool:
+    """Float arrays of one dtype whose elements are at most ``ulps`` units in the last place
+    apart (NaN only where NaN, infinities equal)."""
+    if a.dtype != b.dtype or a.shape != b.shape or a.dtype.kind != "f":
+        return False
+    if not np.array_equal(np.isnan(a), np.isnan(b)):
+        return False
+    finite = np.isfinite(a) & np.isfinite(b)
+    if not np.array_equal(a[~finite & ~np.isnan(a)], b[~finite & ~np.isnan(b)]):
+        return False
+    ints = {4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    def ordered(x):  # float bit patterns mapped to integers in the floats' order
+        bits = x[finite].view(ints).astype(np.int64)
+        return np.where(bits < 0, np.iinfo(ints).min - bits, bits)
+    return bool(np.all(np.abs(ordered(a) - ordered(b)) <= ulps))
+
+
 def run_both(kernel, *args: Any) -> tuple[Any, Any]:
     """(specialized result, plain result): each is (return value, arguments after the call)."""
     spec_args = copy.deepcopy(args)
