@@ -119,6 +119,14 @@ class DiskCache:
             _ensure_private_dir(self.root / sub)
         self._ready = True
 
+    def folder(self, name: str) -> Path:
+        """A private sub-folder for files kept outside the keyed entries (e.g. Mako's
+        compiled templates)."""
+        self._prepare()
+        path = self.root / name
+        _ensure_private_dir(path)
+        return path
+
     def path_of(self, key: str) -> Path:
         return self.root / key[:2] / key
 

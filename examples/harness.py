@@ -24,6 +24,7 @@ class ExampleResult:
     python_s: float | None
     matches_python: bool | None
     matches_numpy: bool | None
+    first_call_s: float = 0.0   # the first call: analysis, code generation, compile or load
 
     @property
     def speedup(self) -> float | None:
@@ -61,7 +62,10 @@ def run_example(name: str, make_kernel: Callable[..., Any], inputs: Sequence[Any
                 rtol: float = 1e-9, backend: str | None = None) -> ExampleResult:
     """Run ``make_kernel().kernel(*inputs)`` specialized and as plain Python; compare."""
     kernel = make_kernel(backend=backend)
-    kernel.kernel(*copy.deepcopy(tuple(inputs)))  # specialize (and compile) once
+    first_args = copy.deepcopy(tuple(inputs))
+    t0 = time.perf_counter()
+    kernel.kernel(*first_args)  # specialize (and compile, or load from the disk cache) once
+    first_call_s = time.perf_counter() - t0
     args = copy.deepcopy(tuple(inputs))
     t0 = time.perf_counter()
     result = kernel.kernel(*args)
@@ -79,4 +83,5 @@ def run_example(name: str, make_kernel: Callable[..., Any], inputs: Sequence[Any
     if reference is not None:
         expected = reference(*copy.deepcopy(tuple(inputs)))
         matches_numpy = same(got, expected, max(rtol, 1e-7))
-    return ExampleResult(name, backends, specialized_s, python_s, matches_python, matches_numpy)
+    return ExampleResult(name, backends, specialized_s, python_s, matches_python, matches_numpy,
+                         first_call_s)

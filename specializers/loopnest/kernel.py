@@ -56,6 +56,8 @@ class _KernelState:
         self.kernel_class = kernel_class
         ctx = kernel_class.analysis.source.ctx
         config = config_module.current()
+        if owner._asp_threads is not None:
+            config = config.with_(num_threads=owner._asp_threads)
         self.runners = [NestRunner(a, ctx, backend=owner._asp_backend, strict=owner._asp_strict,
                                    config=config)
                         for a in kernel_class.analysis.nests]
@@ -83,9 +85,17 @@ class LoopKernel:
 
     _asp_lock = threading.Lock()
 
-    def __init__(self, *, backend: str | None = None, strict: bool = False):
+    def __init__(self, *, backend: str | None = None, strict: bool = False,
+                 num_threads: int | None = None):
+        """``backend``: force one ("python", "c", "openmp", or an order checker); default: the
+        ``ASP_BACKEND`` setting, else the specializer's choice. ``strict``: raise instead of
+        falling back to plain Python. ``num_threads``: threads of OpenMP variants; default:
+        ``ASP_NUM_THREADS``, else ``OMP_NUM_THREADS``, else OpenMP's own default."""
+        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+            raise ValueError(f"num_threads must be a positive int, not {num_threads!r}")
         self._asp_backend = backend
         self._asp_strict = strict
+        self._asp_threads = num_threads
         self._asp_states: dict[Any, _KernelState] = {}  # kernel function -> state
         self._asp_current: _KernelState | None = None
 

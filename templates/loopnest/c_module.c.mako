@@ -3,7 +3,8 @@
   per array, and the entry function returning a struct with the error record and the final
   values of the scalars the kernel reads afterwards. Context: header, variant, key, entry,
   out_type, out_fields, params, accessors, prologue, body, epilogue (lists of lines, the body
-  already indented below the function's level).
+  already indented below the function's level), stops (whether the body jumps to asp_stop
+  after an error).
 </%doc>\
 /* ${header}
  * variant: ${variant}
@@ -33,6 +34,9 @@ ${out_type} ${entry}(${(",\n" + " " * (len(out_type) + len(entry) + 2)).join(par
 % for line in body:
     ${line}
 % endfor
+% if stops:
+asp_stop:
+% endif
 % for line in epilogue:
     ${line}
 % endfor

@@ -34,9 +34,15 @@ __attribute__((noinline, cold)) static void asp_fail(asp_error *e, int32_t code,
                                                      int64_t value, int64_t extent) {
     ASP_CRITICAL
     {
-        if (e->code == 0) { e->code = code; e->where = where; e->value = value; e->extent = extent; }
+        if (e->code == 0) {
+            e->where = where; e->value = value; e->extent = extent;
+            __atomic_store_n(&e->code, code, __ATOMIC_RELEASE);
+        }
     }
 }
+
+/* No error recorded yet (read by other threads while one may record one). */
+static inline bool asp_ok(asp_error *e) { return __atomic_load_n(&e->code, __ATOMIC_ACQUIRE) == 0; }
 
 /* Python wraps negative indices; anything else out of range is an IndexError. */
 static inline bool asp_index_ok(asp_error *e, int32_t where, int64_t raw, int64_t *index,

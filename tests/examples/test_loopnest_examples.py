@@ -1,5 +1,6 @@
-"""The twelve ALPyNA benchmark programs: each against its NumPy formulation (and plain Python),
-specialized in strict mode, at small sizes. Also the shared harness."""
+"""The twelve ALPyNA benchmark programs: each against its NumPy formulation and plain Python,
+specialized in strict mode (plain-Python executor, the order checkers, serial C and OpenMP C),
+at small sizes. Also the shared harness."""
 
 import importlib
 
@@ -30,6 +31,19 @@ def test_example_matches_numpy_and_python(name):
     assert result.matches_numpy, result.line()
     assert result.matches_python, result.line()
     assert result.backends and all(b == "python" for b in result.backends)
+
+
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_example_compiled(name, backend):
+    """Each example compiled: every nest runs on the backend, with no fallback."""
+    module = importlib.import_module(f"examples.{name}")
+    cls = getattr(module, KERNELS[name])
+    result = run_example(name, lambda backend=None: cls(backend=backend, strict=True),
+                         module.make_inputs(**SMALL[name]), module.numpy_reference,
+                         backend=backend)
+    assert result.matches_python and result.matches_numpy, result.line()
+    assert result.backends and all(b == backend for b in result.backends), result.backends
 
 
 @pytest.mark.parametrize("order", ["python-shuffled", "python-reversed"])

@@ -16,7 +16,13 @@ Conventions of the generated code:
 * loop variables are ``int64_t``; a loop's bounds are computed once before it, as ``range``
   does; loops whose variables the kernel reads afterwards get their final values in Python;
 * scalars live in locals of their inferred C type; those the kernel reads after the nest are
-  returned in the result struct with a flag telling whether the nest assigned them.
+  returned in the result struct with a flag telling whether the nest assigned them;
+* an error (a helper's ``asp_fail``, a failed index check) stops what Python would stop:
+  serial C leaves the nest right after the failing statement (``goto asp_stop``), before the
+  statement's own write, so the arrays hold exactly what plain Python leaves before it raises;
+  OpenMP code cannot leave a parallel region, so where the nest has any error path every array
+  write is guarded by "no error recorded yet" (iterations that ran in parallel with the failing
+  one keep their writes, as they would in any parallel order).
 """
 
 from __future__ import annotations
@@ -81,6 +87,9 @@ class CModuleBuilder:
     """Builds the C module of one plan for one call signature."""
 
     variant = "c"
+    #: How generated code stops after an error: "goto" (leave the nest) or "guard" (skip
+    #: every later array write; for code that may not jump out of a parallel region).
+    on_error = "goto"
 
     def __init__(self, analysis, plan, types: TypeInfo, signature: tuple, title: str):
         check_supported_types(types)
@@ -101,6 +110,8 @@ class CModuleBuilder:
         positions = {name: i for i, name in enumerate(self.names.inputs)}
         self.positions = positions
         self.live = [s for s in self.names.scalars if s in analysis.scalars.live_out]
+        self.guard_writes = False  # set when on_error is "guard" and the nest can fail
+        self.stops = False         # some statement jumps to asp_stop
 
     # -- the variant key (what the generated code depends on) ----------------------------------
 
@@ -177,10 +188,15 @@ class CModuleBuilder:
         self.current = stmt
         value_ty = self.types.of(stmt.value)
         value = self.expr.value(stmt.value)
+        fallible = "asp_err" in value
+        stop = "if (ASP_UNLIKELY(asp_err->code)) goto asp_stop;"
         if isinstance(stmt.target, d.Var):
             name = stmt.target.name
             target_ty = self.types.variables[name]
             lines = [f"{c_identifier(name)} = {self.expr.convert(value, value_ty, target_ty)};"]
+            if fallible and self.on_error == "goto":
+                lines.append(stop)
+                self.stops = True
             if name in self.live:
                 lines.append(f"asp_w_{c_identifier(name)} = 1;")
             return lines
@@ -190,6 +206,18 @@ class CModuleBuilder:
         access = self._access(ref, write=True)
         decls, checks, indices = self._indices(ref, access, self.expr)
         element = f"ASP_AT_{c_identifier(ref.array)}({', '.join(indices)})"
+        if self.on_error == "guard":
+            if self.guard_writes:
+                checks = checks + ["asp_ok(asp_err)"]
+        elif fallible or checks:
+            self.stops = True
+            lines = ["{", f"    {ctype(array_ty)} asp_v = {value};"]
+            if fallible:
+                lines.append(f"    {stop}")
+            lines += [f"    {x}" for x in decls]
+            if checks:
+                lines.append(f"    if (ASP_UNLIKELY(!({' && '.join(checks)}))) goto asp_stop;")
+            return lines + [f"    {element} = asp_v;", "}"]
         if not checks:
             return [f"{element} = {value};"]
         return ["{", f"    {ctype(array_ty)} asp_v = {value};", *(f"    {x}" for x in decls),
@@ -256,6 +284,10 @@ class CModuleBuilder:
         out_type = f"asp_out_{key[:16]}"
         emitter = self.emitter()
         walk(self.plan.schedule, self.analysis.nest, emitter)
+        if self.on_error == "guard" and any("asp_err" in text for text in emitter.lines):
+            self.guard_writes, self.error_sites = True, []  # again, with every write guarded
+            emitter = self.emitter()
+            walk(self.plan.schedule, self.analysis.nest, emitter)
         params, arguments = self.arguments()
         fields, epilogue, outputs = self.outputs()
         header = f"{self.variant} variant of {self.title}"
@@ -263,7 +295,7 @@ class CModuleBuilder:
                         entry=entry, out_type=out_type, out_fields=fields, params=params,
                         accessors=[self.accessor(a) for a in self.names.arrays],
                         prologue=self.prologue() + emitter.prologue(), body=emitter.lines,
-                        epilogue=epilogue)
+                        stops=self.stops, epilogue=epilogue)
         cdef = self.cdef(entry, out_type, params, fields)
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
                        tuple(self.error_sites), self.variant == "openmp")

@@ -17,14 +17,16 @@ from the module's runtime (``templates/loopnest/c_runtime.h.mako``) is called in
   (``math.sqrt(-1.0)``: ValueError; ``math.exp(1000)``: OverflowError); NumPy's functions
   return nan/inf and never raise.
 
-An error sets the call's error record (the first one wins) and the value 0; the call raises
-the matching Python exception after it returns.
+An error sets the call's error record (the first one wins) and the value 0; the statement's
+code then stops the nest (``codegen.c``) and the call raises the matching Python exception
+after it returns.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import re
 from typing import Callable
 
 import numpy as np
@@ -41,7 +43,14 @@ C_TYPES = {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32
 
 C_RESERVED = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct
-switch typedef union unsigned void volatile while bool true false NULL main errno""".split())
+switch typedef union unsigned void volatile while bool true false NULL main errno memset
+signbit fpclassify isnan isinf isfinite isnormal isgreater isless math_errhandling""".split())
+#: The C library's math functions (each also with an ``f`` and an ``l`` suffix): a variable of
+#: one of these names would hide the function in the generated code.
+C_MATH = frozenset("""acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc
+exp exp2 expm1 fabs fdim floor fma fmax fmin fmod frexp hypot ilogb ldexp lgamma llrint llround
+log log10 log1p log2 logb lrint lround modf nan nearbyint nextafter pow remainder remquo rint
+round scalbn sin sinh sqrt tan tanh tgamma trunc""".split())
 
 # math.* functions: C function (double), and whether a finite argument may overflow to inf
 # (OverflowError) rather than hit a pole (ValueError), as in CPython's math module.
@@ -77,12 +86,19 @@ def suffix(ty: Ty) -> str:
 
 
 def c_identifier(name: str) -> str:
-    """A C identifier for a Python name (``self.n`` -> ``self__n``; C keywords and names that
-    could clash with the runtime's get ``_``; if-conversion's ``__asp_p1`` is ``asp_pred1``)."""
+    """A C identifier for a Python name (``self.n`` -> ``self__n``; if-conversion's
+    ``__asp_p1`` is ``asp_pred1``). A name the generated code or its headers could already
+    use gets a ``_`` appended: C keywords, math functions, type names (``*_t``), macros
+    (``INT64_MAX``, ``NAN``), the runtime's ``asp_``/``omp_`` names, and the extents and
+    strides of arrays (``A_n0``, ``A_s1``)."""
     if name.startswith("__asp_p"):
         return "asp_pred" + name[len("__asp_p"):]
     ident = name.replace(".", "__")
-    if ident in C_RESERVED or ident.startswith("asp_"):
+    if ident in C_RESERVED or ident in C_MATH or \
+            (ident[-1] in "fl" and ident[:-1] in C_MATH) or \
+            ident.startswith(("asp_", "ASP_", "omp_", "_")) or ident.endswith("_t") or \
+            ident in ("NAN", "INFINITY", "HUGE_VAL", "EOF") or \
+            (ident.isupper() and "_" in ident) or re.fullmatch(r".*_[ns][0-9]+", ident):
         ident += "_"
     return ident
 

@@ -7,7 +7,10 @@
 * A sequential loop around parallel loops runs inside one parallel region (every thread walks
   it; each parallel loop inside is an ``omp for`` whose barrier keeps the outer iterations in
   order), so threads are not forked once per outer iteration; its own statements run in
-  ``omp single`` blocks.
+  ``omp single`` blocks. Where every thread reads a shared predicate to decide whether to
+  enter a worksharing loop, the iteration ends with a barrier: without it, a thread that
+  skipped the loop could run the next iteration's ``single`` and change the predicate before
+  a slower thread has read it, and the threads would meet different barriers (a deadlock).
 * Inside a thread's share, an innermost parallel loop whose body has no error path gets
   ``omp simd`` (its reductions too); other inner loops are left to the compiler.
 * The thread count is the caller's setting, else ``OMP_NUM_THREADS`` (OpenMP's default).
@@ -27,6 +30,7 @@ _OPS = {"+": "+", "*": "*", "max": "max", "min": "min"}
 
 class OpenMPModuleBuilder(CModuleBuilder):
     variant = "openmp"
+    on_error = "guard"  # no jumping out of a parallel region
 
     def emitter(self) -> "OpenMPEmitter":
         return OpenMPEmitter(self)
@@ -40,6 +44,7 @@ class OpenMPEmitter(CEmitter):
         self.plain = 0             # inside code that one thread runs alone (single)
         self.collapse_rest = 0     # inner loops of a collapsed nest still to open
         self.pending: list[str] = []
+        self.shared_reads = False  # every thread read a shared predicate in this iteration
 
     def prologue(self) -> list[str]:
         return ["const int asp_nthreads = asp_threads > 0 ? asp_threads : omp_get_max_threads();"]
@@ -57,7 +62,9 @@ class OpenMPEmitter(CEmitter):
             super().statement(stmt, node)
 
     def flush_single(self) -> None:
-        if not self.pending:
+        """Emit the region-level statements gathered so far as one ``omp single`` block (only
+        at region level: inside a thread's share or a single block they stay pending)."""
+        if not self.pending or self.share or self.plain:
             return
         self.line("#pragma omp single")
         self.line("{")
@@ -94,6 +101,8 @@ class OpenMPEmitter(CEmitter):
 
     def _open_predicate(self, loop: d.Loop) -> None:
         if loop.predicate:
+            if self.region and not self.share and not self.plain:
+                self.shared_reads = True
             self.line(f"if ({c_identifier(loop.predicate)}) {{")
             self.depth += 1
 
@@ -179,7 +188,15 @@ class OpenMPEmitter(CEmitter):
         self.line("{")
         self.depth += 1
         self._header(loop)
-        self._body(body)
+        outer_reads, self.shared_reads = self.shared_reads, False
+        self.depth += 1
+        body()
+        self.flush_single()
+        if self.shared_reads:  # see the module's docstring
+            self.line("#pragma omp barrier")
+        self.shared_reads = outer_reads
+        self.depth -= 1
+        self.line("}")
         self.depth -= 1
         self.line("}")
         self._close_predicate(loop)

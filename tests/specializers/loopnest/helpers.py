@@ -76,3 +76,16 @@ def assert_any_order_same_as_python(make_kernel, *args: Any) -> None:
         got, want = run_both(kernel, *args)
         assert close(got, want), f"{order}: {got!r}\n        plain {want!r}"
         assert all(n.fallback is None for n in kernel.last_call.nests if n.ran)
+
+
+def compiled_modules(kernel) -> list:
+    """The generated C modules (``codegen.c.CModule``) of the kernel's last call, one per nest
+    that ran compiled, in nest order."""
+    from specializers.loopnest.variants import CompiledVariant
+
+    found = []
+    for runner in kernel._asp_current.runners:
+        for run in runner._executors.values():
+            if isinstance(run, CompiledVariant):
+                found.append(run.module)
+    return found

@@ -1,0 +1,221 @@
+"""codegen.openmp: the OpenMP form of a schedule: the outermost parallel loop shared among
+threads (collapsed where perfect), reduction clauses, one parallel region around a
+sequential loop, ``simd`` on proven inner loops, guarded writes where an error may occur,
+and the thread count from the setting or ``OMP_NUM_THREADS``."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ..generators import load_kernel
+from ..helpers import compiled_modules, identical
+
+ROOT = Path(__file__).resolve().parents[4]
+HEADER = "import math\nimport numpy as np\nfrom specializers.loopnest import LoopKernel\n\n\n"
+
+
+def kernel_class(body: str, params: str):
+    lines = "\n".join("        " + line for line in body.strip("\n").splitlines())
+    return load_kernel(f"{HEADER}class Kernel(LoopKernel):\n"
+                       f"    def kernel(self, {params}):\n{lines}\n")[0]
+
+
+def openmp_source(Kernel, *args, **options) -> str:
+    kernel = Kernel(backend="openmp", strict=True, **options)
+    got = kernel.kernel(*args)
+    (module,) = compiled_modules(kernel)
+    assert module.openmp and " * variant: openmp" in module.source
+    return module.source[module.source.index("asp_nest_"):], got
+
+
+PERFECT = kernel_class("""
+for i in range(n):
+    for j in range(m):
+        C[i, j] = A[i, j] + B[j]
+""", "A, B, C, n, m")
+
+
+def test_a_perfect_parallel_nest_is_collapsed():
+    body, _ = openmp_source(PERFECT, np.ones((6, 5)), np.ones(5), np.zeros((6, 5)), 6, 5)
+    assert "#pragma omp parallel for collapse(2) num_threads(asp_nthreads)" in body
+    assert body.count("#pragma omp") == 1
+
+
+REDUCTION = kernel_class("""
+total = 0.0
+biggest = -1.0
+for i in range(n):
+    total += A[i]
+    biggest = max(biggest, A[i])
+return total, biggest
+""", "A, n")
+
+
+def test_reductions_get_reduction_clauses():
+    body, got = openmp_source(REDUCTION, np.arange(10.0), 10)
+    assert got == (45.0, 9.0)
+    pragma = next(line for line in body.splitlines() if "#pragma omp parallel for" in line)
+    assert "reduction(+: total)" in pragma and "reduction(max: biggest)" in pragma
+
+
+TIME_STEPS = kernel_class("""
+for t in range(steps):
+    for i in range(1, n - 1):
+        B[i] = (A[i - 1] + A[i] + A[i + 1]) / 3.0
+    for i in range(1, n - 1):
+        A[i] = B[i]
+""", "A, B, n, steps")
+
+
+def test_a_sequential_loop_around_parallel_loops_stays_in_one_parallel_region():
+    a, b = np.arange(50.0) ** 2, np.zeros(50)
+    body, _ = openmp_source(TIME_STEPS, a, b, 50, 7)
+    lines = [line.strip() for line in body.splitlines()]
+    assert lines.count("#pragma omp parallel num_threads(asp_nthreads)") == 1
+    assert lines.count("#pragma omp for") == 2
+    assert not any("parallel for" in line for line in lines)
+    region = lines.index("#pragma omp parallel num_threads(asp_nthreads)")
+    t_loop = next(k for k, line in enumerate(lines) if line.startswith("for (int64_t t ="))
+    assert region < t_loop  # the region opens once, outside the time loop
+    want_a, want_b = np.arange(50.0) ** 2, np.zeros(50)
+    TIME_STEPS().original_kernel(want_a, want_b, 50, 7)
+    assert identical(a, want_a) and identical(b, want_b)
+
+
+TRIANGLE = kernel_class("""
+for i in range(n):
+    for j in range(i):
+        C[i, j] = A[i, j] * 2.0 + A[j, i]
+""", "A, C, n")
+
+
+def test_an_inner_parallel_loop_without_error_paths_gets_simd():
+    body, _ = openmp_source(TRIANGLE, np.ones((8, 8)), np.zeros((8, 8)), 8)
+    lines = [line.strip() for line in body.splitlines()]
+    assert "#pragma omp parallel for num_threads(asp_nthreads)" in lines  # j's bounds need i
+    simd = lines.index("#pragma omp simd")
+    assert lines[simd + 1].startswith("for (int64_t j =")
+
+
+def test_no_simd_and_guarded_writes_where_an_error_may_occur():
+    Kernel = kernel_class("""
+for i in range(n):
+    for j in range(i):
+        C[i, j] = A[i, j] + (i + 1) // (j - k)
+""", "A, C, n, k")
+    body, _ = openmp_source(Kernel, np.ones((8, 8), dtype=np.int64),
+                            np.zeros((8, 8), dtype=np.int64), 8, -1)
+    assert "#pragma omp simd" not in body
+    assert "asp_ok(asp_err)" in body and "goto" not in body
+
+
+def test_restrict_kept_where_no_overlap():
+    body, _ = openmp_source(PERFECT, np.ones((6, 5)), np.ones(5), np.zeros((6, 5)), 6, 5)
+    assert body.count("* restrict") == 3
+
+
+SUM = kernel_class("""
+total = 0.0
+for i in range(n):
+    total += A[i]
+return total
+""", "A, n")
+
+
+def absorbing(n: int) -> np.ndarray:
+    """1e16 then ones: added in order the ones vanish (1e16 + 1 rounds back to 1e16); summed in
+    two halves, the second half's ones survive. The result tells how many threads ran."""
+    a = np.ones(n)
+    a[0] = 1e16
+    return a
+
+
+def test_the_thread_count_setting_is_used():
+    n = 1 << 16
+    _, one = openmp_source(SUM, absorbing(n), n, num_threads=1)
+    _, two = openmp_source(SUM, absorbing(n), n, num_threads=2)
+    assert one == SUM().original_kernel(absorbing(n), n) == 1e16
+    assert two == 1e16 + n // 2  # two static halves, each summed in order
+
+
+def test_the_thread_count_follows_omp_num_threads(monkeypatch):
+    n = 1 << 16
+    monkeypatch.delenv("ASP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    _, two = openmp_source(SUM, absorbing(n), n)
+    assert two == 1e16 + n // 2
+    monkeypatch.setenv("ASP_NUM_THREADS", "1")  # the project's own setting wins
+    _, one = openmp_source(SUM, absorbing(n), n)
+    assert one == 1e16
+
+
+def test_num_threads_must_be_positive():
+    with pytest.raises(ValueError, match="positive"):
+        SUM(num_threads=0)
+
+
+GUARDED = kernel_class("""
+for t in range(steps):
+    s = A[t] * 2.0
+    if s > 0.0:
+        for i in range(n):
+            B[i] = B[i] + s
+""", "A, B, n, steps")
+
+
+def test_a_shared_predicate_read_by_every_thread_ends_the_iteration_with_a_barrier():
+    """A thread that skips the guarded loop must not reach the next iteration's ``single``
+    (which rewrites the predicate) before the others have read it."""
+    # (in this process, only a call that never skips the loop, which cannot deadlock)
+    body, _ = openmp_source(GUARDED, np.ones(400), np.zeros(64), 64, 400, num_threads=2)
+    lines = [line.strip() for line in body.splitlines()]
+    assert lines.count("#pragma omp parallel num_threads(asp_nthreads)") == 1
+    assert "#pragma omp barrier" in lines
+    # without the barrier this deadlocks within a few calls: run it where a hang is a failure
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from {GUARDED.__module__} import Kernel
+        a = np.where(np.arange(400) % 3 == 0, 1.0, -1.0)
+        for _ in range(50):
+            got, want = np.zeros(64), np.zeros(64)
+            Kernel(backend="openmp", strict=True, num_threads=2).kernel(a, got, 64, 400)
+            Kernel().original_kernel(a, want, 64, 400)
+            assert np.array_equal(got, want)
+        print("done")
+    """)
+    folder = Path(GUARDED.kernel.__wrapped__.__code__.co_filename).parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(folder)]))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "done" in done.stdout, done.stderr
+
+
+def test_region_statements_before_a_sequential_nest_stay_before_it():
+    """Statements at region level wait for an ``omp single``; a sequential loop nest that one
+    thread runs after them must not pull them inside its inner loop."""
+    Kernel = kernel_class("""
+s = 1.0
+for i in range(n):
+    for j in range(m):
+        B[j] = B[j] + s * A[i]
+    s = B[0] * 0.5
+    for j in range(m - 1):
+        C[j + 1] = C[j] + s
+        for k in range(m - 1):
+            D[k + 1] = D[k] * 0.5 + C[j]
+""", "A, B, C, D, n, m")
+
+    def args():
+        return np.arange(6.0), np.zeros(5), np.ones(5), np.ones(5), 6, 5
+    body, _ = openmp_source(Kernel, *args())
+    assert body.count("#pragma omp parallel num_threads(asp_nthreads)") == 1
+    assert body.count("#pragma omp single") == 1
+    got, want = args(), args()
+    Kernel(backend="openmp", strict=True).kernel(*got)
+    Kernel().original_kernel(*want)
+    assert identical(got, want)
