@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from asp_core.dast import Node
 
 from . import dast as d
+from .ifconvert import PREDICATE_PREFIX
 from .names import NestNames
 
 PRIVATE, REDUCTION, CARRIED = "private", "reduction", "carried"
@@ -114,25 +115,32 @@ def _classify(loop: d.Loop, s: str, inside: list[d.Assign], readers: list[d.Assi
 
 
 def exposed(s: str, body: tuple[d.Stmt, ...], guards: frozenset[str] = frozenset(),
-             covering: tuple[frozenset[str], ...] = ()) -> bool:
+             covering: tuple[frozenset[str], ...] = (), implied: dict[str, frozenset[str]] | None
+             = None) -> bool:
     """Can one execution of ``body`` read ``s`` before writing it?
 
     A write covers a later read when it runs whenever the read runs: its guards (the predicate
-    variables it runs under, fixed for one iteration) are a subset of the read's. A write inside
-    an inner loop covers nothing after that loop, which may run zero times.
+    variables it runs under, fixed for one iteration) are a subset of the read's. A nested
+    branch's predicate implies its enclosing one (``p3 = p1 and cond``), so a statement under
+    ``p3`` also runs under ``p1``. A write inside an inner loop covers nothing after that loop,
+    which may run zero times.
     """
+    if implied is None:
+        implied = predicate_implications(body)
     covering_now = list(covering)
     for stmt in body:
         if isinstance(stmt, d.Loop):
-            inner = guards | {stmt.predicate} if stmt.predicate else guards
+            inner = guards | implied.get(stmt.predicate, {stmt.predicate}) if stmt.predicate \
+                else guards
             if stmt.predicate == s or _bounds_read(stmt, s):
                 if not any(c <= guards for c in covering_now):
                     return True
-            if exposed(s, stmt.body, inner, tuple(covering_now)):
+            if exposed(s, stmt.body, inner, tuple(covering_now), implied):
                 return True
         else:
-            mine = guards | {stmt.predicate} if stmt.predicate else guards
-            read_guards = mine | _short_circuit_guard(stmt, s)
+            mine = guards | implied.get(stmt.predicate, {stmt.predicate}) if stmt.predicate \
+                else guards
+            read_guards = mine | _short_circuit_guard(stmt, s, implied)
             if _reads_stmt(stmt, s) and not any(c <= read_guards for c in covering_now):
                 return True
             if _writes(stmt, s):
@@ -140,14 +148,44 @@ def exposed(s: str, body: tuple[d.Stmt, ...], guards: frozenset[str] = frozenset
     return False
 
 
-def _short_circuit_guard(stmt: d.Assign, s: str) -> set[str]:
+def predicate_implications(body: tuple[d.Stmt, ...]) -> dict[str, frozenset[str]]:
+    """Predicate temporary -> the predicates true whenever it is (itself included).
+
+    If-conversion assigns a nested branch's predicate as ``p = P and cond`` (``P`` the enclosing
+    branch's predicate) once per iteration, after ``P`` and in the same loop body, so within
+    one iteration ``p`` implies ``P``. Only if-conversion's temporaries are followed: a user's
+    boolean could be reassigned between the two statements.
+    """
+    parents: dict[str, str] = {}
+    for node in body:
+        for stmt in d.statements(node):
+            if stmt.kind != "predicate" or not isinstance(stmt.target, d.Var):
+                continue
+            value = stmt.value
+            if (isinstance(value, d.BoolOp) and value.op == "and"
+                    and isinstance(value.values[0], d.Var)
+                    and value.values[0].name.startswith(PREDICATE_PREFIX)):
+                parents[stmt.target.name] = value.values[0].name
+    implied: dict[str, frozenset[str]] = {}
+    for name in parents:
+        chain, current = {name}, name
+        while current in parents and parents[current] not in chain:
+            current = parents[current]
+            chain.add(current)
+        implied[name] = frozenset(chain)
+    return implied
+
+
+def _short_circuit_guard(stmt: d.Assign, s: str, implied: dict[str, frozenset[str]]
+                         ) -> set[str]:
     """If-conversion writes a nested condition as ``p2 = p1 and cond``: ``cond`` is evaluated
     only where ``p1`` holds, so a read of ``s`` there runs under ``p1`` too."""
     value = stmt.value
     if (stmt.kind == "predicate" and isinstance(value, d.BoolOp) and value.op == "and"
             and isinstance(value.values[0], d.Var) and value.values[0].name != s
             and not _reads(value.values[0], s)):
-        return {value.values[0].name}
+        first = value.values[0].name
+        return set(implied.get(first, {first}))
     return set()
 
 

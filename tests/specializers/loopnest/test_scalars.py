@@ -86,3 +86,45 @@ def test_predicated_definition_covers_reads_under_the_same_predicate():
 
     c, _ = classes(k)
     assert c[("t", "i")][0] == "private"
+
+
+def test_definition_covers_reads_in_a_nested_branch_but_not_the_other_way():
+    def k(self, A, B, n):
+        for i in range(n):
+            if A[i] > 0:
+                t = A[i] * 2
+                if t > 1:
+                    B[i] = t          # runs only where the outer branch ran: t is written
+            if A[i] < 0:
+                if B[i] > 0:
+                    u = B[i]
+                B[i] = u              # the outer branch alone does not write u
+
+    c, _ = classes(k)
+    assert c[("t", "i")][0] == "private"
+    assert c[("u", "i")][0] == "carried"
+
+
+def test_a_nest_runs_when_a_temporary_it_writes_first_is_unbound():
+    """The kernel never binds t before the nest: the nest must not need its value (it writes t
+    before every read, the read being in a branch nested in the writing one)."""
+    import numpy as np
+
+    from specializers.loopnest import LoopKernel
+
+    class K(LoopKernel):
+        def kernel(self, A, B, n):
+            for i in range(n):
+                if A[i] > 0:
+                    t = A[i] % 3.0
+                    if t > 1:
+                        B[i] += t
+                else:
+                    t = 1.0
+
+    A = np.linspace(-2, 5, 40)
+    for backend in ("python", "c", "openmp"):
+        B, want = np.zeros(40), np.zeros(40)
+        K(backend=backend, strict=True).kernel(A, B, 40)
+        K(backend="python").original_kernel(A, want, 40)
+        assert np.array_equal(B, want), backend
