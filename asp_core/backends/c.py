@@ -3,8 +3,12 @@
 Compiler discovery goes through codepy: its guessed toolchain is the C++ compiler Python was
 built with, so we keep codepy's toolchain object but point it at a C compiler (``ASP_CC``,
 ``$CC`` or ``gcc``) with our own flags. The toolchain is made only to build: loading a cached
-library needs the compiler's version line for the key, kept on disk per compiler binary. Generated code is C11 built with ``-fwrapv`` (signed
-integer overflow wraps, as NumPy's fixed-width integers do) and ``-fno-math-errno``.
+library needs the compiler's version line for the key, kept on disk per compiler binary.
+Generated code is C11 built with ``-fwrapv`` (signed integer overflow wraps, as NumPy's
+fixed-width integers do), ``-ffp-contract=off`` (no fused multiply-add: results round as
+Python's), ``-fno-math-errno`` and ``-fno-trapping-math`` (nothing reads ``errno`` or the
+floating-point exception flags, so the compiler may compute a value before the branch that
+uses it, which is what lets it vectorize conditional code; values do not change).
 
 codepy's own ``build_extension`` prints compiler errors to the terminal instead of returning
 them, so we run the command line ourselves and put the compiler's output in ``CompileError``.
@@ -36,10 +40,10 @@ from ..errors import BackendUnavailable, CompileError, SourceLocation
 
 # Flags that fix the meaning of generated code; optimization flags are configurable on top.
 SEMANTIC_FLAGS = {
-    "c": ("-std=gnu11", "-fPIC", "-fwrapv", "-fno-math-errno",
+    "c": ("-std=gnu11", "-fPIC", "-fwrapv", "-fno-math-errno", "-fno-trapping-math",
           "-ffp-contract=off"),
     "c++": ("-x", "c++", "-std=gnu++17", "-fPIC", "-fwrapv", "-fno-math-errno",
-          "-ffp-contract=off"),
+            "-fno-trapping-math", "-ffp-contract=off"),
 }
 
 

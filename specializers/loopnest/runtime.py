@@ -19,6 +19,8 @@ from asp_core.specializer import PYTHON, Specializer, Variant
 from asp_core.templates import render
 
 from .codegen.finals import UNCHANGED, finals_function
+from .codegen.openmp import wide_loops
+from .codegen.ranges import loop_ranges
 from .codegen.python import compile_python, python_source
 from .safety import check_arrays
 from .schedule.tree import SLoop
@@ -82,8 +84,9 @@ class NestRunner(Specializer):
         try:
             inputs = self._gather(local_values)
         except (KeyError, AttributeError, ValueError, NameError) as exc:
-            reason = UnsupportedArgument(f"an input of the nest has no value ({exc!r}); "
-                                         "the original code raises the error")
+            reason = UnsupportedArgument(
+                f"an input of the nest has no value when it starts ({exc!r}); running the "
+                "original code, which raises NameError where it reads it")
             return self._fallback(str(reason), (), {}, reason)
         return self(*inputs)
 
@@ -136,7 +139,9 @@ class NestRunner(Specializer):
 
         check_arrays(self.analysis, signature, plan.bound)
         types = infer_types(self.analysis, signature)
-        memo = (backend, plan.schedule, plan.bound.key.shapes and _modes(plan), signature)
+        memo = (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature,
+                wide_loops(plan, self.config.num_threads or self._cores)
+                if backend == "openmp" else None)
         run = self._executors.get(memo)
         if run is None:
             run = compile_variant(backend, self.analysis, plan, types, signature, self.name,

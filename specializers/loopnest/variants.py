@@ -32,14 +32,19 @@ _IDS = itertools.count()
 _FIT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 
-def generate(backend: str, analysis, plan, types, signature, title: str) -> CModule:
-    builder = OpenMPModuleBuilder if backend == "openmp" else CModuleBuilder
-    return builder(analysis, plan, types, signature, title).build()
+def generate(backend: str, analysis, plan, types, signature, title: str,
+             threads: int = 1) -> CModule:
+    """The C module of ``plan``; ``threads``: how many threads an OpenMP variant expects."""
+    if backend == "openmp":
+        return OpenMPModuleBuilder(analysis, plan, types, signature, title, threads).build()
+    return CModuleBuilder(analysis, plan, types, signature, title).build()
 
 
 def compile_variant(backend: str, analysis, plan, types, signature, title: str,
                     threads: int | None) -> "CompiledVariant":
-    module = generate(backend, analysis, plan, types, signature, title)
+    from asp_core.platform import cpu_cores
+
+    module = generate(backend, analysis, plan, types, signature, title, threads or cpu_cores())
     loaded = compile_c(module.source, module.cdef, name="nest", openmp=module.openmp)
     shapes = {name: signature[analysis.names.inputs.index(name)] for name in analysis.names.arrays}
     return CompiledVariant(module, loaded, analysis, plan, threads or 0, shapes)

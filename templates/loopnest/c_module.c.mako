@@ -4,7 +4,7 @@
   values of the scalars the kernel reads afterwards. Context: header, variant, key, entry,
   out_type, out_fields, params, accessors, prologue, body, epilogue (lists of lines, the body
   already indented below the function's level), stops (whether the body jumps to asp_stop
-  after an error).
+  after an error), simd_functions ((C function, C type, arity) to wrap with SIMD clones).
 </%doc>\
 /* ${header}
  * variant: ${variant}
@@ -12,6 +12,15 @@
  * Generated code: edit the kernel, not this file.
  */
 <%include file="c_runtime.h.mako"/>
+% for name, ctype, arity in simd_functions:
+% if loop.first:
+
+/* C library functions with SIMD clones: each lane calls the function itself. 256-bit clones
+   (simdlen 4 doubles, 8 floats): GCC's widest ones run several times slower. */
+% endif
+#pragma omp declare simd simdlen(${4 if ctype == "double" else 8})
+__attribute__((noinline)) static ${ctype} asp_simd_${name}(${", ".join(f"{ctype} x{k}" for k in range(arity))}) { return ${name}(${", ".join(f"x{k}" for k in range(arity))}); }
+% endfor
 
 % for line in accessors:
 ${line}

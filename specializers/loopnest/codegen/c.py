@@ -40,6 +40,7 @@ from ..pretty import expression
 from ..schedule.tree import SLoop, SStmt
 from ..typeinfer import Ty, TypeInfo
 from .cexpr import CExpression, c_identifier, check_supported_types, ctype
+from .ranges import loop_ranges
 from .walker import walk
 
 
@@ -103,7 +104,9 @@ class CModuleBuilder:
         self.statements = {s.sid: s for s in analysis.statements}
         self.error_sites: list[ErrorSite] = []
         self.current: d.Assign | None = None
-        self.expr = CExpression(types, self._read)
+        self.loop_ranges = loop_ranges(plan)
+        self.expr = CExpression(types, self._read,
+                                ranges={name: (low, high) for name, low, high in self.loop_ranges})
         self.aliased = {a for a, c in plan.bound.canonical.items() if c != a} | \
             {c for a, c in plan.bound.canonical.items() if c != a} | \
             {a for pair in plan.bound.overlapping for a in pair}
@@ -116,12 +119,16 @@ class CModuleBuilder:
     # -- the variant key (what the generated code depends on) ----------------------------------
 
     def key(self) -> str:
+        return stable_key("loopnest-c", self.variant, *self.key_parts())
+
+    def key_parts(self) -> tuple:
+        """Everything the generated code depends on."""
         modes = tuple(tuple(a.modes for a in accs) for _, accs in sorted(self.plan.bound.accesses.items()))
         steps = tuple(sorted((lid, 1 if b.step > 0 else -1) for lid, b in self.plan.bound.loops.items()))
         sig = tuple(str(s) for s in self.signature)
-        return stable_key("loopnest-c", self.variant, self.analysis.nest, self.plan.schedule,
-                          sig, modes, steps, tuple(sorted(self.aliased)),
-                          tuple(self.analysis.live_loop_vars), tuple(self.live))
+        return (self.analysis.nest, self.plan.schedule, sig, modes, steps,
+                tuple(sorted(self.aliased)), tuple(self.analysis.live_loop_vars),
+                tuple(self.live), self.loop_ranges)
 
     # -- arrays ----------------------------------------------------------------------------
 
@@ -206,7 +213,9 @@ class CModuleBuilder:
         access = self._access(ref, write=True)
         decls, checks, indices = self._indices(ref, access, self.expr)
         element = f"ASP_AT_{c_identifier(ref.array)}({', '.join(indices)})"
-        if self.on_error == "guard":
+        if self.expr.vector:  # the iteration's own error code (codegen.openmp)
+            checks = checks + ["asp_code == 0"]
+        elif self.on_error == "guard":
             if self.guard_writes:
                 checks = checks + ["asp_ok(asp_err)"]
         elif fallible or checks:
@@ -286,6 +295,7 @@ class CModuleBuilder:
         walk(self.plan.schedule, self.analysis.nest, emitter)
         if self.on_error == "guard" and any("asp_err" in text for text in emitter.lines):
             self.guard_writes, self.error_sites = True, []  # again, with every write guarded
+            self.expr.simd_functions.clear()
             emitter = self.emitter()
             walk(self.plan.schedule, self.analysis.nest, emitter)
         params, arguments = self.arguments()
@@ -295,7 +305,8 @@ class CModuleBuilder:
                         entry=entry, out_type=out_type, out_fields=fields, params=params,
                         accessors=[self.accessor(a) for a in self.names.arrays],
                         prologue=self.prologue() + emitter.prologue(), body=emitter.lines,
-                        stops=self.stops, epilogue=epilogue)
+                        stops=self.stops, epilogue=epilogue,
+                        simd_functions=sorted(self.expr.simd_functions))
         cdef = self.cdef(entry, out_type, params, fields)
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
                        tuple(self.error_sites), self.variant == "openmp")

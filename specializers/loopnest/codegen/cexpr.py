@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from asp_core.visitors import NodeVisitor
 
 from .. import dast as d
 from ..typeinfer import INT, Ty, TypeInfo, binop_type, common_type
+from .ranges import INT64_MIN, Interval, excludes_zero, fits, int_range
 
 C_TYPES = {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
            "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t",
@@ -72,6 +73,8 @@ NUMPY_1 = {"sqrt": "sqrt", "exp": "exp", "exp2": "exp2", "log": "log", "log2": "
            "fabs": "fabs", "cbrt": "cbrt"}
 NUMPY_2 = {"arctan2": "atan2", "hypot": "hypot", "copysign": "copysign", "power": "pow",
            "fmin": "fmin", "fmax": "fmax"}
+#: C library functions the compiler turns into instructions (vectorizable as they are).
+INSTRUCTIONS = frozenset({"sqrt", "fabs", "floor", "ceil", "trunc", "fmin", "fmax", "copysign"})
 
 
 def ctype(ty: Ty) -> str:
@@ -118,10 +121,17 @@ class CExpression(NodeVisitor):
     subscripts and bounds, whose ranges are checked separately)."""
 
     def __init__(self, types: TypeInfo, array: Callable[[d.ArrayRef, "CExpression"], str],
-                 name: Callable[[str], str] = c_identifier):
+                 name: Callable[[str], str] = c_identifier,
+                 ranges: Mapping[str, Interval] | None = None):
         self.types = types
         self.array = array
         self.name = name
+        self.ranges = ranges or {}  # intervals of loop variables (see ``ranges``)
+        # Vector mode (``codegen.openmp``): the math module's checks record into the
+        # iteration's own ``asp_code`` instead of the call's error record, and C library
+        # functions are called through wrappers with SIMD clones (``simd_functions``).
+        self.vector = False
+        self.simd_functions: set[tuple[str, str, int]] = set()  # (C function, C type, arity)
         self.index_mode = False
         self._temps = itertools.count()
 
@@ -153,7 +163,7 @@ class CExpression(NodeVisitor):
         if source.kind == "f":  # float -> int: int() semantics, then the target's range
             text = f"asp_f2i(asp_err, ({ctype(source)})({text}))"
             source = INT
-        if source.kind == "b":
+        if source.kind == "b" or _literal_of(text, target):
             return f"(({ctype(target)})({text}))"
         return f"asp_fit_{suffix(target)}(asp_err, (int64_t)({text}))"
 
@@ -209,7 +219,7 @@ class CExpression(NodeVisitor):
         python = ta.weak and tb.weak  # Python's own semantics (errors) between Python values
         if op in ("+", "-", "*") and result.kind in "iu":
             a, b = self.as_type(node.left, result), self.as_type(node.right, result)
-            if result.weak:
+            if result.weak and not fits(int_range(node, self.ranges)):
                 name = {"+": "add", "-": "sub", "*": "mul"}[op]
                 return f"asp_{name}_py(asp_err, {a}, {b})"
             return _arith(a, op, b, result)
@@ -218,7 +228,7 @@ class CExpression(NodeVisitor):
             return _arith(a, op, b, result)
         if op == "/":
             a, b = self.as_type(node.left, result), self.as_type(node.right, result)
-            if python:
+            if python and not self._nonzero_int(node.right):
                 return f"asp_truediv_py(asp_err, {a}, {b})"
             return _arith(a, "/", b, result)
         if op in ("//", "%"):
@@ -228,7 +238,7 @@ class CExpression(NodeVisitor):
                 if python:
                     return f"asp_{name}_{suffix(result)}_py(asp_err, {a}, {b})"
                 return f"asp_{name}_{suffix(result)}({a}, {b})"
-            if result.weak:
+            if result.weak and not self._division_cannot_fail(node):
                 return f"asp_{name}_py_i64(asp_err, {a}, {b})"
             return f"asp_{name}_{suffix(result)}({a}, {b})"
         if op == "**":
@@ -251,11 +261,24 @@ class CExpression(NodeVisitor):
         a = self.as_type(node.operand, result)
         if node.op == "+":
             return a
-        if result.kind in "iu" and result.weak and not self.index_mode:
+        if result.kind in "iu" and result.weak and not self.index_mode and \
+                int_range(node.operand, self.ranges)[0] <= INT64_MIN:
             return f"asp_sub_py(asp_err, 0, {a})"
         if ctype(result) in _NATIVE:
             return f"(-{a})"
         return f"(({ctype(result)})(-{a}))"
+
+    def _division_cannot_fail(self, node: d.BinOp) -> bool:
+        """``a // b`` or ``a % b`` between Python ints cannot raise: ``b`` is never 0, and
+        never -1 where ``a`` may be INT64_MIN (the one quotient beyond int64)."""
+        divisor = int_range(node.right, self.ranges)
+        if not excludes_zero(divisor):
+            return False
+        return int_range(node.left, self.ranges)[0] > INT64_MIN or not divisor[0] <= -1 <= divisor[1]
+
+    def _nonzero_int(self, expr: d.Expr) -> bool:
+        """Whether ``expr`` is an integer proven never to be 0 (from the loop ranges)."""
+        return self.ty(expr).kind in "iu" and excludes_zero(int_range(expr, self.ranges))
 
     def truth(self, expr: d.Expr) -> str:
         """Python's truth value of ``expr`` as a C condition (nan is true, as in Python)."""
@@ -349,6 +372,9 @@ class CExpression(NodeVisitor):
             return (f"asp_math_log2arg(asp_err, {self._double(args[0])}, {self._double(args[1])})")
         if name in MATH_1 and len(args) == 1:
             cname, overflow = MATH_1[name]
+            if self.vector:
+                return (f"asp_vmath1(&asp_code, {self._libm(cname, 'double', 1)}, "
+                        f"{self._double(args[0])}, {int(overflow)})")
             return f"asp_math1(asp_err, {cname}, {self._double(args[0])}, {int(overflow)})"
         if name in MATH_2 and len(args) == 2:
             cname, overflow = MATH_2[name]
@@ -357,16 +383,29 @@ class CExpression(NodeVisitor):
             if name == "fmod":
                 return f"asp_math_fmod(asp_err, {self._double(args[0])}, {self._double(args[1])})"
             x, y = self._double(args[0]), self._double(args[1])
+            if self.vector:
+                return (f"asp_vmath2(&asp_code, {self._libm(cname, 'double', 2)}, {x}, {y}, "
+                        f"{int(overflow)})")
             return f"asp_math2(asp_err, {cname}, {x}, {y}, {int(overflow)})"
         raise UnsupportedArgument(f"math.{name} is not compiled")
+
+    def _libm(self, cname: str, c_type: str, arity: int) -> str:
+        """The C library function ``cname``, through its SIMD wrapper in vector mode (the
+        wrapper calls the same function once per lane: the results are the same bits)."""
+        if not self.vector or cname.rstrip("f") in INSTRUCTIONS:
+            return cname
+        self.simd_functions.add((cname, c_type, arity))
+        return f"asp_simd_{cname}"
 
     def _numpy(self, name: str, args, result: Ty) -> str:
         single = result.dtype == np.float32
         cast = lambda a: self.as_type(a, result) if result.kind == "f" else self.visit(a)  # noqa
         if name in NUMPY_1 and len(args) == 1:
-            return f"{NUMPY_1[name]}{'f' if single else ''}({cast(args[0])})"
+            function = self._libm(NUMPY_1[name] + ("f" if single else ""), ctype(result), 1)
+            return f"{function}({cast(args[0])})"
         if name in NUMPY_2 and len(args) == 2:
-            return f"{NUMPY_2[name]}{'f' if single else ''}({cast(args[0])}, {cast(args[1])})"
+            function = self._libm(NUMPY_2[name] + ("f" if single else ""), ctype(result), 2)
+            return f"{function}({cast(args[0])}, {cast(args[1])})"
         if name in ("abs", "absolute"):
             if result.kind == "f":
                 return f"fabs{'f' if single else ''}({cast(args[0])})"
@@ -406,9 +445,19 @@ def _arith(a: str, op: str, b: str, result: Ty) -> str:
     return f"(({ctype(result)})({a} {op} {b}))"
 
 
+_INT_LITERAL = re.compile(r"\(?(-?[0-9]{1,9})\)?")
+
+
 def _literal_of(text: str, target: Ty) -> bool:
-    """A small integer literal needs no cast to an integer or floating type."""
-    return text.isdigit() and target.kind in "iuf" and len(text) < 10
+    """An integer literal that ``target`` holds (as NumPy requires of a Python int combined
+    with it) needs no cast or check; a floating type rounds it as NumPy would."""
+    match = _INT_LITERAL.fullmatch(text)
+    if match is None or target.kind not in "iuf":
+        return False
+    if target.kind == "f":
+        return True
+    info = np.iinfo(target.dtype)
+    return info.min <= int(match.group(1)) <= info.max
 
 
 def check_supported_types(types: TypeInfo) -> None:

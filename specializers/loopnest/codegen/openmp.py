@@ -1,9 +1,13 @@
 """OpenMP C: the serial C module with the schedule's parallelism expressed as OpenMP.
 
 * The outermost parallel loop of each statement group is shared among the threads
-  (``omp parallel for``), together with the parallel loops perfectly nested in it whose bounds
-  do not depend on them (``collapse``); its private scalars, last-iteration scalars and
-  reductions get their clauses; the flags of scalars assigned inside are OR-reduced.
+  (``omp parallel for``); its private scalars, last-iteration scalars and reductions get their
+  clauses; the flags of scalars assigned inside are OR-reduced. Where that loop is too short
+  to give every thread several iterations (``wide_loops``), the parallel loops perfectly
+  nested in it whose bounds do not depend on it are shared with it (``collapse``) down to the
+  first one that is long enough. Not more: GCC walks a collapsed nest through one combined
+  counter, which costs the inner loop its vectorization (3 to 5 times slower on conway and
+  hilbert), so collapse is kept for the short loops it is for.
 * A sequential loop around parallel loops runs inside one parallel region (every thread walks
   it; each parallel loop inside is an ``omp for`` whose barrier keeps the outer iterations in
   order), so threads are not forked once per outer iteration; its own statements run in
@@ -12,7 +16,12 @@
   skipped the loop could run the next iteration's ``single`` and change the predicate before
   a slower thread has read it, and the threads would meet different barriers (a deadlock).
 * Inside a thread's share, an innermost parallel loop whose body has no error path gets
-  ``omp simd`` (its reductions too); other inner loops are left to the compiler.
+  ``omp simd`` where the compiler's own vectorizer would not vectorize it (a reduction, or
+  arrays that share memory); other inner loops are left to the compiler.
+* An innermost parallel loop at the top level that calls C library functions, or whose only
+  error paths are the math module's checks, is vectorized (``_vector_loop``): the functions
+  through wrappers with SIMD clones (each lane calls the function itself: the same bits), the
+  checks without branches into the iteration's own error code.
 * The thread count is the caller's setting, else ``OMP_NUM_THREADS`` (OpenMP's default).
 """
 
@@ -28,9 +37,27 @@ from .cexpr import c_identifier
 _OPS = {"+": "+", "*": "*", "max": "max", "min": "min"}
 
 
+#: A loop gives each thread enough iterations to share alone from this many per thread.
+ITERATIONS_PER_THREAD = 4
+
+
+def wide_loops(plan, threads: int) -> frozenset[int]:
+    """The loops (ids) of ``plan`` that alone give ``threads`` threads enough iterations:
+    what the collapse depth depends on (part of a variant's key)."""
+    enough = ITERATIONS_PER_THREAD * max(1, threads)
+    return frozenset(lid for lid, loop in plan.bound.loops.items() if loop.t_max + 1 >= enough)
+
+
 class OpenMPModuleBuilder(CModuleBuilder):
     variant = "openmp"
     on_error = "guard"  # no jumping out of a parallel region
+
+    def __init__(self, analysis, plan, types, signature: tuple, title: str, threads: int = 1):
+        super().__init__(analysis, plan, types, signature, title)
+        self.wide = wide_loops(plan, threads)
+
+    def key_parts(self) -> tuple:
+        return super().key_parts() + (tuple(sorted(self.wide)),)
 
     def emitter(self) -> "OpenMPEmitter":
         return OpenMPEmitter(self)
@@ -133,7 +160,11 @@ class OpenMPEmitter(CEmitter):
         self.line("}")
 
     def _plain_loop(self, loop: d.Loop, node: SLoop, body, simd: bool) -> None:
-        """A loop one thread runs: maybe ``omp simd`` when innermost and free of error paths."""
+        """A loop one thread runs: ``omp simd`` when it is innermost, free of error paths, and
+        the compiler could not vectorize it alone: it has a reduction (reordering one is not
+        the compiler's to decide) or touches arrays that share memory (no ``restrict``).
+        Otherwise GCC's own vectorizer does better than under ``omp simd`` (conv2d: 45 ms
+        against 30 on two threads)."""
         self._open_predicate(loop)
         self.line("{")
         self.depth += 1
@@ -144,7 +175,8 @@ class OpenMPEmitter(CEmitter):
         self._body(body)
         loop_lines, self.lines = self.lines, saved
         if simd and not any(isinstance(c, SLoop) for c in node.body) and \
-                not any("asp_err" in text or "({" in text for text in loop_lines):
+                not any("asp_err" in text or "({" in text for text in loop_lines) and \
+                (node.reductions or self._arrays(node) & self.b.aliased):
             self.depth = depth
             self.line("#pragma omp simd" + self._clauses([node], simd=True))
         self.lines += loop_lines
@@ -155,6 +187,10 @@ class OpenMPEmitter(CEmitter):
     def _worksharing(self, loop: d.Loop, node: SLoop, body) -> None:
         self.flush_single()
         nest = self._collapsible(node)
+        if not self.region and len(nest) == 1 and \
+                not any(isinstance(c, SLoop) for c in node.body) and \
+                self._vector_loop(loop, node, body):
+            return
         self._open_predicate(loop)
         self.line("{")
         self.depth += 1
@@ -175,6 +211,62 @@ class OpenMPEmitter(CEmitter):
         self.depth -= 1
         self.line("}")
         self._close_predicate(loop)
+
+    def _vector_loop(self, loop: d.Loop, node: SLoop, body) -> bool:
+        """An innermost parallel loop at the top level whose only error paths are the math
+        module's checks, or which calls C library functions: ``omp parallel for simd``, the
+        functions called through their SIMD wrappers, each iteration's first error kept in
+        its own ``asp_code`` (its later writes skipped) and the error of the first failing
+        iteration raised after the loop (a ``min`` reduction of iteration and code). False,
+        with nothing emitted, where the body has other error paths or nothing to gain."""
+        b = self.b
+        sites, functions = len(b.error_sites), set(b.expr.simd_functions)
+        saved, depth = self.lines, self.depth
+        self.lines, self.depth = [], 0
+        b.expr.vector = True
+        self.share += 1
+        try:
+            body()
+        finally:
+            b.expr.vector = False
+            self.share -= 1
+        lines, self.lines, self.depth = self.lines, saved, depth
+        checks = any("asp_code" in text for text in lines)
+        if any("asp_err" in text for text in lines) or \
+                not (checks or len(b.expr.simd_functions) > len(functions)):
+            del b.error_sites[sites:]
+            b.expr.simd_functions = functions
+            return False
+        var = c_identifier(loop.var)
+        first = f"asp_first_{var}"
+        order = f"({var} - asp_lo_{var})" if b.plan.bound.loops[loop.lid].step > 0 else \
+            f"(asp_lo_{var} - {var})"
+        self._open_predicate(loop)
+        self.line("{")
+        self.depth += 1
+        self._hoist(loop)
+        pragma = "#pragma omp parallel for simd" + self._clauses([node])
+        if checks:
+            self.line(f"int64_t {first} = INT64_MAX;  /* 16 * first failing iteration + code */")
+            pragma += f" reduction(min: {first})"
+        self.line(pragma + " num_threads(asp_nthreads)")
+        self._header(loop, hoist=False)
+        self.depth += 1
+        if checks:
+            self.line("int32_t asp_code = 0;")
+        for text in lines:
+            self.line(text)
+        if checks:
+            self.line(f"const int64_t asp_key = asp_code ? {order} * 16 + asp_code : INT64_MAX;")
+            self.line(f"{first} = asp_key < {first} ? asp_key : {first};")
+        self.depth -= 1
+        self.line("}")
+        if checks:
+            self.line(f"if ({first} != INT64_MAX) asp_fail(asp_err, (int32_t)({first} & 15), 0, 0, 0);")
+        self.depth -= 1
+        self.line("}")
+        self._close_predicate(loop)
+        return True
 
     def _region_loop(self, loop: d.Loop, node: SLoop, body) -> None:
         opened = not self.region
@@ -221,6 +313,9 @@ class OpenMPEmitter(CEmitter):
             nest.append(inner)
             variables.add(info.var)
             current = inner
+        for depth, loop in enumerate(nest):  # collapse only down to the first wide loop
+            if loop.lid in self.b.wide:
+                return nest[:depth + 1]
         return nest
 
     def _clauses(self, nest: list[SLoop], simd: bool = False) -> str:
@@ -243,6 +338,11 @@ class OpenMPEmitter(CEmitter):
         if flags and not simd:
             text += f" reduction(|: {', '.join(flags)})"
         return text
+
+    def _arrays(self, node: SLoop) -> set[str]:
+        """The arrays the statements inside ``node`` read or write."""
+        return {acc.array for sid in _statements(node)
+                for acc in self.b.analysis.access.statement(sid).accesses}
 
     def _assigned(self, node: SLoop) -> set[str]:
         out = set()

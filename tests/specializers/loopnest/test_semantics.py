@@ -77,6 +77,12 @@ CASES = [
     ("X[i] / Y[j]", "int64", "int64", "float64"),
     ("X[i] * Y[j] + X[i]", "int8", "int8", "int8"),
     ("X[i] * Y[j] - 7", "uint8", "uint8", "uint8"),
+    ("X[i] + 200", "int8", "int8", "int8"),          # a literal a narrow int cannot hold
+    ("X[i] - 128", "int8", "int8", "int8"),
+    ("X[i] * 0 + 300", "int8", "int8", "int16"),
+    ("X[i] + 100 - Y[j]", "int8", "int8", "int8"),
+    ("X[i] + 70000", "int16", "int32", "int32"),
+    ("Y[j] - 255", "uint8", "uint8", "int16"),
     ("X[i] ** 3", "int16", "int16", "int16"),
     ("-X[i] + abs(Y[j])", "int32", "int32", "int32"),
     ("abs(X[i]) - abs(Y[j])", "float32", "float32", "float32"),

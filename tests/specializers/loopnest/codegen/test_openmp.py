@@ -94,12 +94,28 @@ for i in range(n):
 """, "A, C, n")
 
 
-def test_an_inner_parallel_loop_without_error_paths_gets_simd():
+def test_inner_loops_left_to_the_compiler_where_it_can_vectorize_alone():
     body, _ = openmp_source(TRIANGLE, np.ones((8, 8)), np.zeros((8, 8)), 8)
     lines = [line.strip() for line in body.splitlines()]
     assert "#pragma omp parallel for num_threads(asp_nthreads)" in lines  # j's bounds need i
+    assert "#pragma omp simd" not in lines  # restrict arrays, no reduction: GCC does better
+
+
+def test_simd_where_the_compiler_would_not_vectorize():
+    m = np.arange(64.0).reshape(8, 8)
+    body, _ = openmp_source(TRIANGLE, m, m, 8)  # one array: no restrict
+    lines = [line.strip() for line in body.splitlines()]
     simd = lines.index("#pragma omp simd")
     assert lines[simd + 1].startswith("for (int64_t j =")
+    rows = kernel_class("""
+for i in range(n):
+    s = 0.0
+    for j in range(i):
+        s += A[i, j]
+    C[i] = s
+""", "A, C, n")
+    body, _ = openmp_source(rows, np.ones((8, 8)), np.zeros(8), 8)
+    assert "#pragma omp simd reduction(+: s)" in body
 
 
 def test_no_simd_and_guarded_writes_where_an_error_may_occur():
@@ -219,3 +235,41 @@ for i in range(n):
     Kernel(backend="openmp", strict=True).kernel(*got)
     Kernel().original_kernel(*want)
     assert identical(got, want)
+
+
+VECTOR = kernel_class("""
+for i in range(n):
+    t = math.sqrt(A[i]) + math.exp(B[i])
+    C[i] = t * 0.5
+    D[i] = np.log(A[i] + 1.0)
+""", "A, B, C, D, n")
+
+
+def test_math_loops_vectorize_with_the_first_failing_iterations_error():
+    n = 4096
+    a, b = np.linspace(1.0, 2.0, n), np.linspace(-1.0, 1.0, n)
+    body, _ = openmp_source(VECTOR, a, b, np.zeros(n), np.zeros(n), n)
+    assert "#pragma omp parallel for simd" in body and "reduction(min: asp_first_i)" in body
+    assert "asp_simd_exp" in body and "asp_simd_log" in body
+    assert "asp_simd_sqrt" not in body  # an instruction: vectorizes as it is
+    # the same bits as the C library's scalar functions, and as plain Python (math.*)
+    got = (a, b, np.zeros(n), np.zeros(n), n)
+    VECTOR(backend="openmp", strict=True).kernel(*got)
+    want = (a, b, np.zeros(n), np.zeros(n), n)
+    VECTOR().original_kernel(*want)
+    assert identical(got[2], want[2])
+    serial = (a, b, np.zeros(n), np.zeros(n), n)
+    VECTOR(backend="c", strict=True).kernel(*serial)
+    assert identical(got[3], serial[3])
+    for first, second, error in ((100, 3000, ValueError), (3000, 100, OverflowError)):
+        bad_a, bad_b = a.copy(), b.copy()
+        bad_a[first] = -1.0    # math.sqrt: ValueError
+        bad_b[second] = 1e6    # math.exp: OverflowError
+        c, dd = np.full(n, -7.0), np.full(n, -7.0)
+        with pytest.raises(error):
+            VECTOR(backend="openmp", strict=True).kernel(bad_a, bad_b, c, dd, n)
+        with pytest.raises(error):
+            VECTOR().original_kernel(bad_a, bad_b, np.zeros(n), np.zeros(n), n)
+        assert c[first] == -7.0 and c[second] == -7.0  # failing iterations wrote nothing
+        ok = c != -7.0
+        assert identical(c[ok], want[2][ok])  # the others wrote Python's values
