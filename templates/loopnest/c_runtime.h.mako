@@ -15,6 +15,7 @@
 #define ASP_CRITICAL
 #endif
 #define ASP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ASP_LIKELY(x) __builtin_expect(!!(x), 1)
 
 enum {
     ASP_INDEX_ERROR = 1,      /* IndexError: index out of bounds                         */
@@ -200,19 +201,23 @@ static inline int64_t asp_fit_i64(asp_error *e, int64_t v) { (void)e; return v; 
 
 /* ---- the math module: CPython's checks on results (nan from a number: ValueError;
    infinity from a finite number: OverflowError or, at a pole, ValueError) ---- */
-static inline double asp_check1(asp_error *e, double r, double x, int can_overflow) {
-    if (ASP_UNLIKELY(isnan(r) && !isnan(x))) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
-    if (ASP_UNLIKELY(isinf(r) && isfinite(x))) {
+__attribute__((noinline, cold)) static double asp_check_slow(asp_error *e, double r, int nan_in,
+                                                           int finite_in, int can_overflow) {
+    if (isnan(r) && !nan_in) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
+    if (isinf(r) && finite_in) {
         asp_fail(e, can_overflow ? ASP_MATH_RANGE : ASP_MATH_DOMAIN, 0, 0, 0); return 0;
     }
     return r;
 }
+/* One test of the result on the hot path; its arguments are looked at only when it is not
+   finite (black_scholes: 5 checked calls per element, the split saves a few ns each). */
+static inline double asp_check1(asp_error *e, double r, double x, int can_overflow) {
+    if (ASP_LIKELY(isfinite(r))) return r;
+    return asp_check_slow(e, r, isnan(x), isfinite(x), can_overflow);
+}
 static inline double asp_check2(asp_error *e, double r, double x, double y, int can_overflow) {
-    if (ASP_UNLIKELY(isnan(r) && !isnan(x) && !isnan(y))) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
-    if (ASP_UNLIKELY(isinf(r) && isfinite(x) && isfinite(y))) {
-        asp_fail(e, can_overflow ? ASP_MATH_RANGE : ASP_MATH_DOMAIN, 0, 0, 0); return 0;
-    }
-    return r;
+    if (ASP_LIKELY(isfinite(r))) return r;
+    return asp_check_slow(e, r, isnan(x) || isnan(y), isfinite(x) && isfinite(y), can_overflow);
 }
 #define asp_math1(e, f, x, can_overflow) \
     ({ double asp_x_ = (x); asp_check1((e), f(asp_x_), asp_x_, (can_overflow)); })
