@@ -20,7 +20,9 @@ import numpy as np
 
 
 class _Hashed:
-    """Frozen signature parts hash once (signatures key the per-call variant lookup)."""
+    """Frozen signature parts hash once (signatures key the per-call variant lookup). Each
+    subclass names ``__hash__ = _Hashed.__hash__`` in its own body: a frozen dataclass with
+    ``eq`` otherwise gets a generated ``__hash__`` that hashes every field again per call."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self))))
@@ -36,6 +38,8 @@ class ArraySig(_Hashed):
     layout: str  # "C" (C-contiguous) or "S" (any strides)
     writeable: bool = True
 
+    __hash__ = _Hashed.__hash__
+
     def __str__(self) -> str:
         return f"{self.dtype.str}[{self.ndim}d,{self.layout}{'' if self.writeable else ',ro'}]"
 
@@ -45,6 +49,8 @@ class ScalarSig(_Hashed):
     dtype: np.dtype  # Python int -> int64, float -> float64, bool -> bool, complex -> complex128
     weak: bool       # True for Python scalars
 
+    __hash__ = _Hashed.__hash__
+
     def __str__(self) -> str:
         return ("py:" if self.weak else "np:") + self.dtype.str
 
@@ -52,6 +58,8 @@ class ScalarSig(_Hashed):
 @dataclass(frozen=True, eq=True)
 class ObjectSig(_Hashed):
     typename: str
+
+    __hash__ = _Hashed.__hash__
 
     def __str__(self) -> str:
         return f"object:{self.typename}"
@@ -106,7 +114,7 @@ def value_signature(value: Any) -> Sig:
 
 def signature_of(args: Sequence[Any]) -> tuple[Sig, ...]:
     """The signatures of a call's positional arguments."""
-    return tuple(value_signature(a) for a in args)
+    return tuple(map(value_signature, args))
 
 
 def signature_text(sig: Sequence[Sig]) -> str:

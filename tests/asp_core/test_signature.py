@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from asp_core.signature import ArraySig, ObjectSig, ScalarSig, signature_of, signature_text
+from asp_core.signature import (ArraySig, ObjectSig, ScalarSig, _Hashed, signature_of,
+                                 signature_text)
 
 
 def test_arrays():
@@ -30,3 +31,12 @@ def test_hashable_and_stable_text():
     assert hash(signature_of([a, 1])) == hash(signature_of([np.ones(3), 5]))
     assert signature_text(signature_of([a, 1.5])) == "(<f8[1d,C], py:<f8)"
     assert isinstance(signature_of([np.float64(1)])[0], ScalarSig)
+
+
+def test_signatures_hash_once_and_compare_by_value():
+    sigs = (ArraySig(np.dtype("f8"), 2, "S"), ScalarSig(np.dtype("i8"), True), ObjectSig("x.Y"))
+    for sig in sigs:
+        assert type(sig).__hash__ is _Hashed.__hash__  # not the dataclass's per-call hash
+        twin = type(sig)(*(getattr(sig, f) for f in sig.__dataclass_fields__))
+        assert twin == sig and hash(twin) == hash(sig) and twin is not sig
+    assert ArraySig(np.dtype("f8"), 2, "S") != ArraySig(np.dtype("f8"), 2, "C")
