@@ -208,9 +208,21 @@ def _probe_runs(path: Path) -> bool:
     ffi = cffi.FFI()
     ffi.cdef("int asp_openmp_probe(void);")
     try:
-        return ffi.dlopen(str(path)).asp_openmp_probe() >= 1
+        return _dlopen(ffi, path).asp_openmp_probe() >= 1
     except OSError:
         return False
+
+
+def _dlopen(ffi: Any, path: Path) -> Any:
+    """``ffi.dlopen`` with ``RTLD_NODELETE``: the library stays mapped until the process ends.
+
+    cffi calls ``dlclose`` when a library object is garbage-collected (its documentation says
+    to keep the object alive; cairocffi#79 is the same trap). An OpenMP library that is
+    unloaded can take libgomp with it while libgomp's worker threads still spin in its code:
+    the OpenMP probe, whose library object lived for one call, segfaulted at random (about one
+    process in five here, at exit). Never unloading also makes ``clear_loaded`` safe.
+    """
+    return ffi.dlopen(str(path), ffi.RTLD_NOW | ffi.RTLD_NODELETE)
 
 
 def _config_cache_dir() -> Path | None:
@@ -299,7 +311,7 @@ def load_library(path: Path, cdef: str) -> CModule:
 
             ffi = cffi.FFI()
             ffi.cdef(cdef)
-        module = CModule(path=path, ffi=ffi, lib=ffi.dlopen(str(path)))
+        module = CModule(path=path, ffi=ffi, lib=_dlopen(ffi, path))
         _LOADED[memo_key] = module
     return module
 

@@ -88,5 +88,38 @@ def test_openmp_probe_result_is_kept_on_disk(monkeypatch):
     c.openmp_flags()  # answered from the disk cache, no compiler run
 
 
+UNLOAD_SCRIPT = """
+import gc
+from asp_core.backends import c
+flags = c.openmp_flags()  # the probe's library object is dropped at once
+src = ("int threads(void) { int n = 0;\\n#pragma omp parallel\\n{\\n#pragma omp atomic\\n"
+       "n += 1;\\n}\\nreturn n; }\\n")
+if flags is not None:
+    module = c.compile_c(src, "int threads(void);", name="threads", openmp=True)
+    module.lib.threads()
+    del module
+    c.clear_loaded()
+    gc.collect()  # the last reference to an OpenMP library whose threads are still spinning
+"""
+
+
+def test_openmp_libraries_are_never_unloaded_under_running_threads(tmp_path):
+    """cffi closes a library when its object is collected; closing the only user of libgomp
+    while its worker threads spin crashed one process in three or so (at exit). Each run
+    below starts with an empty cache, so the probe compiles and runs in it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(c.__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    for run in range(12):
+        env["ASP_CACHE_DIR"] = str(tmp_path / f"cache{run}")
+        done = subprocess.run([sys.executable, "-c", UNLOAD_SCRIPT], env=env, cwd=root,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, (run, done.returncode, done.stderr[-2000:])
+
+
 def test_cdef_doctest():
     assert doctest.testmod(c).failed == 0
