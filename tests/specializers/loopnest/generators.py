@@ -10,13 +10,12 @@ the specialized and the plain run is a bug, not an accident of the input.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
+
+from specializers.loopnest.checking import load_source
 
 N = 6  # array extent; the kernels take it as the argument n
 
@@ -31,19 +30,11 @@ UNSUPPORTED = [
     "break",
 ]
 
-_DIR = Path(tempfile.mkdtemp(prefix="asp-kernels-"))
-
-
 def load_kernel(source: str):
-    """Write ``source`` to a real file (so its source can be read back) and import it."""
-    name = "gen_" + hashlib.sha256(source.encode()).hexdigest()[:20]
-    path = _DIR / f"{name}.py"
-    if not path.exists():
-        path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Kernel, path
+    """Write ``source`` to a real file (so its source can be read back) and import it: the
+    class ``Kernel`` and the file's path."""
+    Kernel = load_source(source)
+    return Kernel, Path(Kernel.kernel.__wrapped__.__code__.co_filename)
 
 
 def make_arguments(seed: int = 0):
