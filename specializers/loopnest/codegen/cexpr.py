@@ -128,9 +128,12 @@ class CExpression(NodeVisitor):
         self.name = name
         self.ranges = ranges or {}  # intervals of loop variables (see ``ranges``)
         # Vector mode (``codegen.openmp``): the math module's checks record into the
-        # iteration's own ``asp_code`` instead of the call's error record, and C library
-        # functions are called through wrappers with SIMD clones (``simd_functions``).
+        # iteration's own ``asp_code`` instead of the call's error record, each in its own
+        # field (numbered in Python's order of the calls, ``vector_checks`` of them so far),
+        # and C library functions are called through wrappers with SIMD clones
+        # (``simd_functions``).
         self.vector = False
+        self.vector_checks = 0
         self.simd_functions: set[tuple[str, str, int]] = set()  # (C function, C type, arity)
         self.index_mode = False
         self._temps = itertools.count()
@@ -373,8 +376,8 @@ class CExpression(NodeVisitor):
         if name in MATH_1 and len(args) == 1:
             cname, overflow = MATH_1[name]
             if self.vector:
-                return (f"asp_vmath1(&asp_code, {self._libm(cname, 'double', 1)}, "
-                        f"{self._double(args[0])}, {int(overflow)})")
+                function, x = self._libm(cname, 'double', 1), self._double(args[0])
+                return f"asp_vmath1(&asp_code, {function}, {x}, {int(overflow)}, {self._field()})"
             return f"asp_math1(asp_err, {cname}, {self._double(args[0])}, {int(overflow)})"
         if name in MATH_2 and len(args) == 2:
             cname, overflow = MATH_2[name]
@@ -385,9 +388,15 @@ class CExpression(NodeVisitor):
             x, y = self._double(args[0]), self._double(args[1])
             if self.vector:
                 return (f"asp_vmath2(&asp_code, {self._libm(cname, 'double', 2)}, {x}, {y}, "
-                        f"{int(overflow)})")
+                        f"{int(overflow)}, {self._field()})")
             return f"asp_math2(asp_err, {cname}, {x}, {y}, {int(overflow)})"
         raise UnsupportedArgument(f"math.{name} is not compiled")
+
+    def _field(self) -> int:
+        """The next check's field in vector mode (its arguments already printed: the calls
+        inside them come first, as Python makes them first)."""
+        self.vector_checks += 1
+        return self.vector_checks - 1
 
     def _libm(self, cname: str, c_type: str, arity: int) -> str:
         """The C library function ``cname``, through its SIMD wrapper in vector mode (the

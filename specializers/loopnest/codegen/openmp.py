@@ -33,9 +33,14 @@ from .. import dast as d
 from ..schedule.tree import SLoop, SStmt
 from .c import CEmitter, CModuleBuilder
 from .cexpr import c_identifier
+from .ranges import SMALL
 
 _OPS = {"+": "+", "*": "*", "max": "max", "min": "min"}
 
+
+#: Checked calls a vector loop's iteration code holds as fields (``asp_vmath1`` in the C
+#: runtime): 2 bits each, below the iteration's distance from the start (at most 2**33).
+VECTOR_FIELDS = 14
 
 #: A loop gives each thread enough iterations to share alone from this many per thread.
 ITERATIONS_PER_THREAD = 4
@@ -215,15 +220,16 @@ class OpenMPEmitter(CEmitter):
     def _vector_loop(self, loop: d.Loop, node: SLoop, body) -> bool:
         """An innermost parallel loop at the top level whose only error paths are the math
         module's checks, or which calls C library functions: ``omp parallel for simd``, the
-        functions called through their SIMD wrappers, each iteration's first error kept in
-        its own ``asp_code`` (its later writes skipped) and the error of the first failing
-        iteration raised after the loop (a ``min`` reduction of iteration and code). False,
-        with nothing emitted, where the body has other error paths or nothing to gain."""
+        functions called through their SIMD wrappers, each iteration's errors kept in its own
+        ``asp_code`` (its later writes skipped) and the error of the first failing iteration
+        raised after the loop (a ``min`` reduction of iteration and code: see
+        ``asp_vmath1`` in the C runtime for the two forms of the code). False, with nothing
+        emitted, where the body has other error paths or nothing to gain."""
         b = self.b
         sites, functions = len(b.error_sites), set(b.expr.simd_functions)
         saved, depth = self.lines, self.depth
         self.lines, self.depth = [], 0
-        b.expr.vector = True
+        b.expr.vector, b.expr.vector_checks = True, 0
         self.share += 1
         try:
             body()
@@ -246,27 +252,49 @@ class OpenMPEmitter(CEmitter):
         self.depth += 1
         self._hoist(loop)
         pragma = "#pragma omp parallel for simd" + self._clauses([node])
-        if checks:
+        fields = checks and self._fields_fit(loop)
+        if fields:  # the iteration's place above its fields (at most 2**33 * 2**28)
+            shift = 2 * b.expr.vector_checks
+            self.line(f"int64_t {first} = INT64_MAX;  /* first failing iteration << {shift} "
+                      "| its fields */")
+        elif checks:
             self.line(f"int64_t {first} = INT64_MAX;  /* 16 * first failing iteration + code */")
+        if checks:
             pragma += f" reduction(min: {first})"
         self.line(pragma + " num_threads(asp_nthreads)")
         self._header(loop, hoist=False)
         self.depth += 1
         if checks:
-            self.line("int32_t asp_code = 0;")
+            self.line("uint64_t asp_code = 0;" if fields else "int32_t asp_code = 0;")
         for text in lines:
             self.line(text)
-        if checks:
+        if fields:
+            self.line(f"const int64_t asp_key = asp_code ? ({order} << {shift}) | "
+                      "(int64_t)asp_code : INT64_MAX;")
+        elif checks:
             self.line(f"const int64_t asp_key = asp_code ? {order} * 16 + asp_code : INT64_MAX;")
+        if checks:
             self.line(f"{first} = asp_key < {first} ? asp_key : {first};")
         self.depth -= 1
         self.line("}")
-        if checks:
+        if fields:
+            mask = f"(((int64_t)1 << {shift}) - 1)"
+            self.line(f"if ({first} != INT64_MAX) "
+                      f"asp_fail(asp_err, asp_vfields_code((uint64_t)({first} & {mask})), 0, 0, 0);")
+        elif checks:
             self.line(f"if ({first} != INT64_MAX) asp_fail(asp_err, (int32_t)({first} & 15), 0, 0, 0);")
         self.depth -= 1
         self.line("}")
         self._close_predicate(loop)
         return True
+
+    def _fields_fit(self, loop: d.Loop) -> bool:
+        """Whether the vector loop's iteration code can be fields (see ``asp_vmath1``): few
+        enough checks, and a loop variable in 32-bit range (the variant's range class), so
+        that the iteration's distance from the start fits above them in a key."""
+        ranges = {name: (low, high) for name, low, high in self.b.loop_ranges}
+        low, high = ranges[loop.var]
+        return self.b.expr.vector_checks <= VECTOR_FIELDS and low >= -SMALL and high <= SMALL
 
     def _region_loop(self, loop: d.Loop, node: SLoop, body) -> None:
         opened = not self.region

@@ -4,6 +4,7 @@ sequential loop, ``simd`` on proven inner loops, guarded writes where an error m
 and the thread count from the setting or ``OMP_NUM_THREADS``."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -273,3 +274,118 @@ def test_math_loops_vectorize_with_the_first_failing_iterations_error():
         assert c[first] == -7.0 and c[second] == -7.0  # failing iterations wrote nothing
         ok = c != -7.0
         assert identical(c[ok], want[2][ok])  # the others wrote Python's values
+
+
+TWO_CALLS = kernel_class("""
+for i in range(n):
+    C[i] = math.sqrt(math.exp(A[i])) + math.log(B[i])
+""", "A, B, C, n")
+
+
+@pytest.mark.parametrize("overflow, domain, error", [
+    (True, True, OverflowError),    # exp (inside sqrt) fails first: the iteration's error
+    (False, True, ValueError),
+    (True, False, OverflowError),
+])
+def test_vector_checks_raise_the_first_failing_call_of_the_first_failing_iteration(
+        overflow, domain, error):
+    n = 1000
+    a, b = np.linspace(-1.0, 1.0, n), np.linspace(1.0, 2.0, n)
+    body, _ = openmp_source(TWO_CALLS, a, b, np.zeros(n), n)
+    assert "uint64_t asp_code = 0;" in body  # one field per checked call
+    a, b = a.copy(), b.copy()
+    if overflow:
+        a[500] = 1e6
+    if domain:
+        b[500] = -1.0
+    b[900] = -1.0  # a later iteration's error is not the one raised
+    c = np.full(n, -7.0)
+    with pytest.raises(error):
+        TWO_CALLS(backend="openmp", strict=True).kernel(a, b, c, n)
+    with pytest.raises(error):
+        TWO_CALLS().original_kernel(a, b, np.zeros(n), n)
+    assert c[500] == -7.0 and c[900] == -7.0
+
+
+MANY_CALLS = kernel_class("""
+for i in range(n):
+    t = math.exp(A[i])
+    for_each = t + math.exp(A[i] + 1.0) + math.exp(A[i] + 2.0) + math.exp(A[i] + 3.0)
+    for_each += math.exp(A[i] + 4.0) + math.exp(A[i] + 5.0) + math.exp(A[i] + 6.0)
+    for_each += math.exp(A[i] + 7.0) + math.exp(A[i] + 8.0) + math.exp(A[i] + 9.0)
+    for_each += math.exp(A[i] + 10.0) + math.exp(A[i] + 11.0) + math.exp(A[i] + 12.0)
+    for_each += math.exp(A[i] + 13.0) + math.sqrt(B[i])
+    C[i] = for_each
+""", "A, B, C, n")
+
+FAR_LOOP = kernel_class("""
+for i in range(start, start + n):
+    C[i - start] = math.exp(A[i - start]) + math.sqrt(B[i - start])
+""", "A, B, C, n, start")
+
+
+@pytest.mark.parametrize("Kernel, extra", [(MANY_CALLS, ()), (FAR_LOOP, (2**40,))],
+                         ids=["15 checked calls", "loop variable beyond 32 bits"])
+def test_vector_checks_beyond_the_fields_keep_the_first_failures_code(Kernel, extra):
+    n = 1000
+    a, b = np.linspace(-1.0, 1.0, n), np.linspace(1.0, 2.0, n)
+    body, _ = openmp_source(Kernel, a, b, np.zeros(n), n, *extra)
+    assert "int32_t asp_code = 0;" in body and "#pragma omp parallel for simd" in body
+    got, want = (a, b, np.zeros(n), n, *extra), (a, b, np.zeros(n), n, *extra)
+    Kernel(backend="openmp", strict=True).kernel(*got)
+    Kernel().original_kernel(*want)
+    assert identical(got[2], want[2])
+    for row, error in ((300, OverflowError), (700, ValueError)):
+        bad_a, bad_b = a.copy(), b.copy()
+        bad_a[row] = 1e6      # math.exp: OverflowError
+        bad_b[1000 - row] = -1.0  # math.sqrt: ValueError, in the other row
+        c = np.full(n, -7.0)
+        with pytest.raises(error):
+            Kernel(backend="openmp", strict=True).kernel(bad_a, bad_b, c, n, *extra)
+        with pytest.raises(error):
+            Kernel().original_kernel(bad_a, bad_b, np.zeros(n), n, *extra)
+
+
+LIBRARY_CALLS = kernel_class("""
+for i in range(n):
+    C[i] = math.atan2(A[i], B[i]) + math.exp(A[i])
+for i in range(n):
+    F[i] = np.exp(G[i]) + np.arctan2(G[i], H[i])
+""", "A, B, C, F, G, H, n")  # two loops: GCC 12 vectorizes no loop storing both widths here
+
+
+def test_math_loops_call_the_simd_clones_written_for_them(tmp_path):
+    """One and two arguments, float64 and float32: the loop calls the clones the module
+    defines (GCC on x86-64; elsewhere GCC makes the clones), and the results are the C
+    library's bits, those of plain Python for math.* and of serial C for NumPy's functions
+    (NumPy's own SIMD code may differ by a few ulps: test_semantics)."""
+    from asp_core.backends.c import default_compiler
+
+    n = 1003  # a remainder for the scalar wrappers too
+    a, b = np.linspace(-1.0, 1.0, n), np.linspace(0.5, 2.0, n)
+    g, h = a.astype(np.float32), b.astype(np.float32)
+    got = (a, b, np.zeros(n), np.zeros(n, np.float32), g, h, n)
+    kernel = LIBRARY_CALLS(backend="openmp", strict=True)
+    kernel.kernel(*got)
+    want = (a, b, np.zeros(n), np.zeros(n, np.float32), g, h, n)
+    LIBRARY_CALLS().original_kernel(*want)
+    serial = (a, b, np.zeros(n), np.zeros(n, np.float32), g, h, n)
+    LIBRARY_CALLS(backend="c", strict=True).kernel(*serial)
+    assert identical(got[2], want[2])
+    assert identical(got[3], serial[3])  # NumPy's own functions: see test_semantics
+    modules = compiled_modules(kernel)
+    compiler = default_compiler()
+    if os.uname().machine != "x86_64" or "gcc" not in compiler.version.lower():
+        pytest.skip(f"the clones are written by hand for GCC on x86-64 only, not for "
+                    f"{compiler.version.splitlines()[0]} on {os.uname().machine}")
+    tc = compiler.toolchain
+    for module, functions in zip(modules, ({"atan2", "exp"}, {"atan2f", "expf"})):
+        source, asm = tmp_path / "module.c", tmp_path / "module.s"
+        source.write_text(module.source)
+        subprocess.run([tc.cc, *tc.cflags, "-fopenmp", "-S", str(source), "-o", str(asm)],
+                       check=True)
+        text = asm.read_text()
+        called = set(re.findall(r"call\s+(_ZGV\w+)", text))
+        defined = set(re.findall(r"^(_ZGV\w+):", text, re.M))
+        assert {name.rsplit("_", 1)[-1] for name in called} == functions
+        assert called <= defined
