@@ -224,8 +224,10 @@ static inline double asp_check2(asp_error *e, double r, double x, double y, int 
 #define asp_math2(e, f, x, y, can_overflow) \
     ({ double asp_x_ = (x), asp_y_ = (y); asp_check2((e), f(asp_x_, asp_y_), asp_x_, asp_y_, (can_overflow)); })
 /* The same checks in vector mode (codegen.openmp), with no branch and no call, so that the
-   loop vectorizes (& rather than &&: GCC's if-conversion gave up on two calls' worth of
-   short-circuit branches). The iteration's record ``code`` takes one of two forms, told apart by its
+   loop vectorizes. The fields' tests are comparisons joined by & (nan: x != x; infinite:
+   fabs(x) == INFINITY): with && GCC 12's if-conversion gave up on a loop with two checked
+   calls of which one has two arguments, and with isnan()/isinf() joined by & it found no
+   vector type for black_scholes' loop. The iteration's record ``code`` takes one of two forms, told apart by its
    type:
    * uint64_t: one 2-bit field per checked call of the iteration, in the order Python makes
      the calls (``field``): 2 for a domain error, 3 for a range error. ORing them in costs two
@@ -250,16 +252,16 @@ static inline double asp_vfirst2(int32_t *code, double r, double x, double y, in
     return c ? 0 : r;
 }
 static inline double asp_vfield1(uint64_t *code, double r, double x, int can_overflow, int field) {
-    uint64_t failed = ((uint64_t)isnan(r) & !isnan(x)) | ((uint64_t)isinf(r) & isfinite(x));
-    uint64_t range = (uint64_t)can_overflow & isinf(r);
+    uint64_t failed = ((r != r) & (x == x)) | ((fabs(r) == INFINITY) & (fabs(x) < INFINITY));
+    uint64_t range = can_overflow & (fabs(r) == INFINITY);
     *code |= failed ? (2u | range) << (2 * field) : 0;
     return r;  /* the iteration's writes are skipped once its code is set */
 }
 static inline double asp_vfield2(uint64_t *code, double r, double x, double y, int can_overflow,
                                  int field) {
-    uint64_t failed = ((uint64_t)isnan(r) & !isnan(x) & !isnan(y))
-                    | ((uint64_t)isinf(r) & isfinite(x) & isfinite(y));
-    uint64_t range = (uint64_t)can_overflow & isinf(r);
+    uint64_t failed = ((r != r) & (x == x) & (y == y))
+                    | ((fabs(r) == INFINITY) & (fabs(x) < INFINITY) & (fabs(y) < INFINITY));
+    uint64_t range = can_overflow & (fabs(r) == INFINITY);
     *code |= failed ? (2u | range) << (2 * field) : 0;
     return r;
 }

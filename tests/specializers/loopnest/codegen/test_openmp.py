@@ -354,13 +354,27 @@ for i in range(n):
 """, "A, B, C, F, G, H, n")  # two loops: GCC 12 vectorizes no loop storing both widths here
 
 
+def _clone_calls(module, folder: Path) -> tuple[set, set]:
+    """The SIMD clones the module's assembly calls, and those it defines (GCC on x86-64)."""
+    from asp_core.backends.c import default_compiler
+
+    compiler = default_compiler()
+    if os.uname().machine != "x86_64" or "gcc" not in compiler.version.lower():
+        pytest.skip(f"the clones are written by hand for GCC on x86-64 only, not for "
+                    f"{compiler.version.splitlines()[0]} on {os.uname().machine}")
+    source, asm = folder / "module.c", folder / "module.s"
+    source.write_text(module.source)
+    tc = compiler.toolchain
+    subprocess.run([tc.cc, *tc.cflags, "-fopenmp", "-S", str(source), "-o", str(asm)], check=True)
+    text = asm.read_text()
+    return set(re.findall(r"call\s+(_ZGV\w+)", text)), set(re.findall(r"^(_ZGV\w+):", text, re.M))
+
+
 def test_math_loops_call_the_simd_clones_written_for_them(tmp_path):
     """One and two arguments, float64 and float32: the loop calls the clones the module
     defines (GCC on x86-64; elsewhere GCC makes the clones), and the results are the C
     library's bits, those of plain Python for math.* and of serial C for NumPy's functions
     (NumPy's own SIMD code may differ by a few ulps: test_semantics)."""
-    from asp_core.backends.c import default_compiler
-
     n = 1003  # a remainder for the scalar wrappers too
     a, b = np.linspace(-1.0, 1.0, n), np.linspace(0.5, 2.0, n)
     g, h = a.astype(np.float32), b.astype(np.float32)
@@ -374,18 +388,20 @@ def test_math_loops_call_the_simd_clones_written_for_them(tmp_path):
     assert identical(got[2], want[2])
     assert identical(got[3], serial[3])  # NumPy's own functions: see test_semantics
     modules = compiled_modules(kernel)
-    compiler = default_compiler()
-    if os.uname().machine != "x86_64" or "gcc" not in compiler.version.lower():
-        pytest.skip(f"the clones are written by hand for GCC on x86-64 only, not for "
-                    f"{compiler.version.splitlines()[0]} on {os.uname().machine}")
-    tc = compiler.toolchain
     for module, functions in zip(modules, ({"atan2", "exp"}, {"atan2f", "expf"})):
-        source, asm = tmp_path / "module.c", tmp_path / "module.s"
-        source.write_text(module.source)
-        subprocess.run([tc.cc, *tc.cflags, "-fopenmp", "-S", str(source), "-o", str(asm)],
-                       check=True)
-        text = asm.read_text()
-        called = set(re.findall(r"call\s+(_ZGV\w+)", text))
-        defined = set(re.findall(r"^(_ZGV\w+):", text, re.M))
+        called, defined = _clone_calls(module, tmp_path)
         assert {name.rsplit("_", 1)[-1] for name in called} == functions
         assert called <= defined
+
+
+def test_black_scholes_vectorizes(tmp_path):
+    """Five checked math calls, branches turned into selects: a loop GCC vectorizes only
+    while the checks stay free of short-circuit branches (see asp_vmath1 in the runtime)."""
+    from examples import black_scholes
+
+    kernel = black_scholes.BlackScholes(backend="openmp", strict=True)
+    kernel.kernel(*black_scholes.make_inputs(100))
+    (module,) = compiled_modules(kernel)
+    called, defined = _clone_calls(module, tmp_path)
+    assert {name.rsplit("_", 1)[-1] for name in called} == {"exp", "log"}
+    assert called <= defined
