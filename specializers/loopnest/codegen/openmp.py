@@ -27,7 +27,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .. import dast as d
 from ..schedule.tree import SLoop, SStmt
@@ -36,6 +36,15 @@ from .cexpr import c_identifier
 from .ranges import SMALL
 
 _OPS = {"+": "+", "*": "*", "max": "max", "min": "min"}
+
+
+class _ErrorForm(NamedTuple):
+    """The C text of one form of a vector loop's error record (``_error_form``)."""
+
+    declaration: str  # of the iteration's asp_code
+    comment: str      # what the reduced key holds
+    key: str          # a failing iteration's key (smaller: earlier)
+    code: str         # the error code of the first failing key
 
 
 #: Checked calls a vector loop's iteration code holds as fields (``asp_vmath1`` in the C
@@ -252,49 +261,44 @@ class OpenMPEmitter(CEmitter):
         self.depth += 1
         self._hoist(loop)
         pragma = "#pragma omp parallel for simd" + self._clauses([node])
-        fields = checks and self._fields_fit(loop)
-        if fields:  # the iteration's place above its fields (at most 2**33 * 2**28)
-            shift = 2 * b.expr.vector_checks
-            self.line(f"int64_t {first} = INT64_MAX;  /* first failing iteration << {shift} "
-                      "| its fields */")
-        elif checks:
-            self.line(f"int64_t {first} = INT64_MAX;  /* 16 * first failing iteration + code */")
-        if checks:
+        form = self._error_form(loop, order, first) if checks else None
+        if form:
+            self.line(f"int64_t {first} = INT64_MAX;  /* {form.comment} */")
             pragma += f" reduction(min: {first})"
         self.line(pragma + " num_threads(asp_nthreads)")
         self._header(loop, hoist=False)
         self.depth += 1
-        if checks:
-            self.line("uint64_t asp_code = 0;" if fields else "int32_t asp_code = 0;")
+        if form:
+            self.line(form.declaration)
         for text in lines:
             self.line(text)
-        if fields:
-            self.line(f"const int64_t asp_key = asp_code ? ({order} << {shift}) | "
-                      "(int64_t)asp_code : INT64_MAX;")
-        elif checks:
-            self.line(f"const int64_t asp_key = asp_code ? {order} * 16 + asp_code : INT64_MAX;")
-        if checks:
+        if form:
+            self.line(f"const int64_t asp_key = asp_code ? {form.key} : INT64_MAX;")
             self.line(f"{first} = asp_key < {first} ? asp_key : {first};")
         self.depth -= 1
         self.line("}")
-        if fields:
-            mask = f"(((int64_t)1 << {shift}) - 1)"
-            self.line(f"if ({first} != INT64_MAX) "
-                      f"asp_fail(asp_err, asp_vfields_code((uint64_t)({first} & {mask})), 0, 0, 0);")
-        elif checks:
-            self.line(f"if ({first} != INT64_MAX) asp_fail(asp_err, (int32_t)({first} & 15), 0, 0, 0);")
+        if form:
+            self.line(f"if ({first} != INT64_MAX) asp_fail(asp_err, {form.code}, 0, 0, 0);")
         self.depth -= 1
         self.line("}")
         self._close_predicate(loop)
         return True
 
-    def _fields_fit(self, loop: d.Loop) -> bool:
-        """Whether the vector loop's iteration code can be fields (see ``asp_vmath1``): few
-        enough checks, and a loop variable in 32-bit range (the variant's range class), so
-        that the iteration's distance from the start fits above them in a key."""
-        ranges = {name: (low, high) for name, low, high in self.b.loop_ranges}
-        low, high = ranges[loop.var]
-        return self.b.expr.vector_checks <= VECTOR_FIELDS and low >= -SMALL and high <= SMALL
+    def _error_form(self, loop: d.Loop, order: str, first: str) -> "_ErrorForm":
+        """How a vector loop's iterations record their errors (see ``asp_vmath1`` in the C
+        runtime): a 2-bit field per checked call where few enough checks and a loop variable
+        in 32-bit range (the variant's range class) let the iteration's distance from the
+        start fit above them in a key, else the first error's code."""
+        low, high = self.b.expr.ranges[loop.var]
+        if self.b.expr.vector_checks <= VECTOR_FIELDS and low >= -SMALL and high <= SMALL:
+            shift = 2 * self.b.expr.vector_checks  # the key stays below 2**33 * 2**28
+            mask = f"(((int64_t)1 << {shift}) - 1)"
+            return _ErrorForm("uint64_t asp_code = 0;",
+                              f"first failing iteration << {shift} | its fields",
+                              f"({order} << {shift}) | (int64_t)asp_code",
+                              f"asp_vfields_code((uint64_t)({first} & {mask}))")
+        return _ErrorForm("int32_t asp_code = 0;", "16 * first failing iteration + code",
+                          f"{order} * 16 + asp_code", f"(int32_t)({first} & 15)")
 
     def _region_loop(self, loop: d.Loop, node: SLoop, body) -> None:
         opened = not self.region

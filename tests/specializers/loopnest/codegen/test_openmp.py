@@ -310,12 +310,12 @@ def test_vector_checks_raise_the_first_failing_call_of_the_first_failing_iterati
 MANY_CALLS = kernel_class("""
 for i in range(n):
     t = math.exp(A[i])
-    for_each = t + math.exp(A[i] + 1.0) + math.exp(A[i] + 2.0) + math.exp(A[i] + 3.0)
-    for_each += math.exp(A[i] + 4.0) + math.exp(A[i] + 5.0) + math.exp(A[i] + 6.0)
-    for_each += math.exp(A[i] + 7.0) + math.exp(A[i] + 8.0) + math.exp(A[i] + 9.0)
-    for_each += math.exp(A[i] + 10.0) + math.exp(A[i] + 11.0) + math.exp(A[i] + 12.0)
-    for_each += math.exp(A[i] + 13.0) + math.sqrt(B[i])
-    C[i] = for_each
+    total = t + math.exp(A[i] + 1.0) + math.exp(A[i] + 2.0) + math.exp(A[i] + 3.0)
+    total += math.exp(A[i] + 4.0) + math.exp(A[i] + 5.0) + math.exp(A[i] + 6.0)
+    total += math.exp(A[i] + 7.0) + math.exp(A[i] + 8.0) + math.exp(A[i] + 9.0)
+    total += math.exp(A[i] + 10.0) + math.exp(A[i] + 11.0) + math.exp(A[i] + 12.0)
+    total += math.exp(A[i] + 13.0) + math.sqrt(B[i])
+    C[i] = total
 """, "A, B, C, n")
 
 FAR_LOOP = kernel_class("""
