@@ -7,7 +7,8 @@ Modules, each with one job:
 * ``templates``: the Mako template lookup; ``cache``: stable keys and the on-disk cache
 * ``backends``: C (codepy + cffi), nvcc, CUDA (pycuda), host emulation of CUDA launches
 * ``signature``: argument signatures; ``config``: settings from the environment
-* ``platform``: cores, compilers, OpenMP, GPUs; ``specializer``: dispatch and fallback
+* ``platform``: cores, CPU identity, compilers, OpenMP, GPUs; ``specializer``: dispatch and
+  fallback; ``dumps``: writing ``ASP_DUMP_DIR`` safely
 
 Importing the package does no work: nothing is compiled, probed or read until used.
 """

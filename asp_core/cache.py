@@ -4,31 +4,52 @@
   SHA-256; never Python's randomized ``hash()``.
 * ``DiskCache(root).entry(key, build)`` returns a folder holding the artifacts for ``key``,
   calling ``build(folder)`` at most once across processes: builders take an exclusive lock per
-  key, build into a private temporary folder and rename it into place. Each entry has a
-  manifest with the size and SHA-256 of its files; a truncated or corrupt entry is detected on
-  first use and rebuilt.
-* The cache folder is created private (0700). A folder or entry that is writable by others or
-  owned by another user is refused (``CacheError``): loading it would run their code.
-* An in-process memo in front remembers entries already verified (``clear_memo()``).
+  key, build into a private temporary folder under ``tmp/`` and rename it into place. Each
+  entry has a manifest with the size and SHA-256 of its files (made private, 0600); a
+  truncated or corrupt entry is detected on first use and rebuilt, and ``replace(key, build)``
+  rebuilds one that verifies but does not work here.
+* Loaders open only files a manifest lists: ``verified_bytes(entry, name)`` returns a file's
+  bytes checked against its manifest (the bytes hashed are the bytes returned), and
+  ``check_entry_file(entry, name)`` checks a file before it is loaded by path (``dlopen``).
+* The cache folder is created private (0700). A cache folder that is writable by others or
+  owned by another user, or an entry owned by another user, is refused (``CacheError``):
+  loading it would run their code. A lock file that is a symbolic link is refused and removed.
+* Every file-system fault (no writable folder, the cache deleted or replaced by a file while
+  running, a full disk) is a ``CacheError`` naming the path, never an ``OSError``: callers fall
+  back and the next call starts again from the disk.
+* A build killed half-way leaves its temporary folder; the next build removes such folders
+  once they are ``STALE_TMP_SECONDS`` old and no process holds their key's lock.
+* An in-process memo in front remembers entries already verified (``clear_memo()``); a hit is
+  trusted only while the entry's folder is still the same one (device, inode, change times).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import fcntl
 import hashlib
 import json
+import logging
 import os
+import re
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .errors import CacheError
 from .version import VERSION
 
+log = logging.getLogger("asp.cache")
+
 MANIFEST = "MANIFEST.json"
+#: Age from which a temporary build folder whose key nobody is building is removed.
+STALE_TMP_SECONDS = 600
+_KEY = re.compile(r"[0-9a-f]{64}")
 
 
 def canonical(obj: Any) -> str:
@@ -79,6 +100,16 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+@contextlib.contextmanager
+def _faults(root: Path) -> Iterator[None]:
+    """Turn a file-system fault met while using the cache at ``root`` into a ``CacheError``."""
+    try:
+        yield
+    except OSError as exc:
+        raise CacheError(f"the cache folder {root} cannot be used ({exc}); set ASP_CACHE_DIR "
+                         "to a private folder you can write") from exc
+
+
 def _ensure_private_dir(path: Path) -> None:
     """Create ``path`` with mode 0700 if missing; refuse it if others could write to it."""
     try:
@@ -95,12 +126,42 @@ def _check_owned(path: Path, *, directory: bool) -> None:
         raise CacheError(f"refusing cache path {path}: it is a symbolic link")
     if directory and not stat.S_ISDIR(st.st_mode):
         raise CacheError(f"refusing cache path {path}: not a directory")
-    if st.st_uid != os.getuid():
-        raise CacheError(f"refusing cache path {path}: owned by uid {st.st_uid}, not by you "
-                         f"(uid {os.getuid()}); loading it could run someone else's code")
+    _check_owner(path, st)
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise CacheError(f"refusing cache path {path}: writable by group or others "
                          f"(mode {stat.S_IMODE(st.st_mode):o}); make it private (chmod 700)")
+
+
+def _check_owner(path: Path, st: os.stat_result) -> None:
+    if st.st_uid != os.getuid():
+        raise CacheError(f"refusing cache path {path}: owned by uid {st.st_uid}, not by you "
+                         f"(uid {os.getuid()}); loading it could run someone else's code")
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    """A folder's identity: device and inode (reused at once by a new folder), and the times
+    of its last change (a new folder, or a file added or removed, changes them)."""
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Verified:
+    """An entry verified by this process, and the identity of its folder then."""
+
+    path: Path
+    identity: tuple[int, ...]
+
+    @classmethod
+    def of(cls, path: Path) -> "_Verified":
+        return cls(path, _identity(os.lstat(path)))
+
+    def still_there(self) -> bool:
+        """True while the entry's folder is the one verified (not deleted, not replaced)."""
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return False
+        return _identity(st) == self.identity and stat.S_ISDIR(st.st_mode)
 
 
 class DiskCache:
@@ -108,50 +169,58 @@ class DiskCache:
 
     def __init__(self, root: Path | str):
         self.root = Path(root)
-        self._ready = False
 
     def _prepare(self) -> None:
-        if self._ready:
-            return
+        """Create (again, if it was deleted) the private folder and its ``locks/`` and ``tmp/``."""
         self.root.parent.mkdir(parents=True, exist_ok=True)
         _ensure_private_dir(self.root)
         for sub in ("locks", "tmp"):
             _ensure_private_dir(self.root / sub)
-        self._ready = True
-
-    def folder(self, name: str) -> Path:
-        """A private sub-folder for files kept outside the keyed entries (e.g. Mako's
-        compiled templates)."""
-        self._prepare()
-        path = self.root / name
-        _ensure_private_dir(path)
-        return path
 
     def path_of(self, key: str) -> Path:
+        """Where the entry for ``key`` lives (whether or not it exists)."""
         return self.root / key[:2] / key
 
     def get(self, key: str) -> Path | None:
         """The verified entry for ``key``, or None if absent or invalid."""
-        self._prepare()
-        entry = self.path_of(key)
-        return entry if self._valid(entry, key) else None
+        with _faults(self.root):
+            self._prepare()
+            entry = self.path_of(key)
+            return entry if self._valid(entry, key) else None
 
     def entry(self, key: str, build: Callable[[Path], None]) -> Path:
         """The folder of artifacts for ``key``; ``build(folder)`` fills it if it is missing."""
         memo_key = (str(self.root), key)
         hit = _MEMO.get(memo_key)
         if hit is not None:
-            return hit
-        self._prepare()
-        entry = self.path_of(key)
-        if not self._valid(entry, key):
-            with self._lock(key):
-                if not self._valid(entry, key):  # another process may have built it meanwhile
-                    self._build(entry, key, build)
-        _MEMO[memo_key] = entry
+            if hit.still_there():
+                return hit.path
+            del _MEMO[memo_key]
+        with _faults(self.root):
+            self._prepare()
+            entry = self.path_of(key)
+            if not self._valid(entry, key):
+                with self._lock(key):
+                    if not self._valid(entry, key):  # another process may have built it
+                        self._build(entry, key, build)
+            _MEMO[memo_key] = _Verified.of(entry)
         return entry
 
-    def _lock(self, key: str):
+    def replace(self, key: str, build: Callable[[Path], None]) -> Path:
+        """Rebuild the entry for ``key``: it verified, but does not work on this machine (a
+        library for another CPU). Another process that already replaced it is trusted."""
+        bad = _MEMO.pop((str(self.root), key), None)
+        with _faults(self.root):
+            self._prepare()
+            entry = self.path_of(key)
+            with self._lock(key):
+                renewed = bad is not None and not bad.still_there()
+                if not (renewed and self._valid(entry, key)):
+                    self._build(entry, key, build)
+            _MEMO[(str(self.root), key)] = _Verified.of(entry)
+        return entry
+
+    def _lock(self, key: str) -> "_FileLock":
         return _FileLock(self.root / "locks" / f"{key}.lock")
 
     def _build(self, entry: Path, key: str, build: Callable[[Path], None]) -> None:
@@ -160,34 +229,63 @@ class DiskCache:
         shard = entry.parent
         shard.mkdir(exist_ok=True, mode=0o700)
         _check_owned(shard, directory=True)
-        tmp = Path(tempfile.mkdtemp(prefix=key[:16] + "-", dir=self.root / "tmp"))
+        self._remove_stale_tmp()
+        tmp = Path(tempfile.mkdtemp(prefix=f"{key}.{os.getpid()}.", dir=self.root / "tmp"))
         try:
             build(tmp)
             files = {}
             for path in sorted(tmp.rglob("*")):
+                if path.is_symlink():
+                    continue  # never listed, so never loaded
+                os.chmod(path, 0o700 if path.is_dir() else 0o600)  # whatever the umask
                 if path.is_file():
                     rel = path.relative_to(tmp).as_posix()
                     files[rel] = [path.stat().st_size, _file_digest(path)]
             manifest = {"key": key, "version": VERSION, "files": files}
             (tmp / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
+            os.chmod(tmp / MANIFEST, 0o600)
             os.rename(tmp, entry)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
 
+    def _remove_stale_tmp(self) -> None:
+        """Remove temporary folders left by killed builds: ours, at least ``STALE_TMP_SECONDS``
+        old, and (when the name gives the key) with no process holding that key's lock."""
+        now = time.time()
+        for path in (self.root / "tmp").iterdir():
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if st.st_uid != os.getuid() or now - st.st_mtime < STALE_TMP_SECONDS:
+                continue
+            key = path.name.split(".", 1)[0]
+            if _KEY.fullmatch(key) and not self._lock(key).free():
+                continue  # a build of that key is running
+            log.info("removing %s, left by a build that did not finish", path)
+            try:
+                _remove(path)
+            except FileNotFoundError:
+                pass  # its builder finished meanwhile (renamed it) or someone else removed it
+            except OSError as exc:
+                log.warning("cannot remove the stale build folder %s: %s", path, exc)
+
     def _valid(self, entry: Path, key: str) -> bool:
+        """True if ``entry`` holds the verified artifacts of ``key``. Refuses (``CacheError``)
+        what another user owns; anything else wrong (missing, a file or a link in its place,
+        a truncated or changed file) makes it invalid, to be rebuilt."""
         try:
-            _check_owned(entry, directory=True)
-        except FileNotFoundError:
+            st = os.lstat(entry)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        _check_owner(entry, st)
+        if not stat.S_ISDIR(st.st_mode) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             return False
         try:
-            manifest = json.loads((entry / MANIFEST).read_text())
-            if manifest.get("key") != key or manifest.get("version") != VERSION:
-                return False
+            manifest = _read_manifest(entry, key)
             for rel, (size, digest) in manifest["files"].items():
-                path = entry / rel
-                _check_owned(path, directory=False)
-                if path.stat().st_size != size or _file_digest(path) != digest:
+                if not _file_matches(entry / rel, size, digest):
                     return False
         except (OSError, ValueError, KeyError, TypeError):
             return False
@@ -195,11 +293,14 @@ class DiskCache:
 
     def keep_failed(self, key: str, filename: str, text: str) -> Path:
         """Keep the source of a failed build (for the error message) and return its path."""
-        self._prepare()
-        folder = self.root / "failed"
-        _ensure_private_dir(folder)
-        path = folder / f"{key[:16]}-{filename}"
-        path.write_text(text)
+        with _faults(self.root):
+            self._prepare()
+            folder = self.root / "failed"
+            _ensure_private_dir(folder)
+            path = folder / f"{key[:16]}-{filename}"
+            if path.is_symlink():
+                path.unlink()
+            path.write_text(text)
         return path
 
     def clear(self) -> None:
@@ -211,6 +312,94 @@ class DiskCache:
                     _remove(child)
 
 
+def _read_manifest(entry: Path, key: str) -> dict:
+    """The manifest of ``entry``; ``ValueError`` unless it is ``key``'s, of this version."""
+    manifest = json.loads((entry / MANIFEST).read_text())
+    if manifest.get("key") != key or manifest.get("version") != VERSION:
+        raise ValueError(f"{entry / MANIFEST} is not the manifest of {key} ({VERSION})")
+    return manifest
+
+
+def _file_matches(path: Path, size: int, digest: str) -> bool:
+    """True if ``path`` is a regular file of ours, private, of that size and digest."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    _check_owner(path, st)
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or st.st_size != size:
+        return False
+    return _file_digest(path) == digest
+
+
+def _entry_files(entry: Path) -> dict:
+    """The manifest's files of cache entry ``entry`` (a folder of ours named by its key);
+    ``CacheError`` if it is not one."""
+    entry = Path(entry)
+    try:
+        st = os.lstat(entry)
+        _check_owner(entry, st)
+        if not stat.S_ISDIR(st.st_mode):
+            raise CacheError(f"refusing {entry}: not a cache entry folder")
+        files = _read_manifest(entry, entry.name)["files"]
+        if not isinstance(files, dict):
+            raise ValueError("its list of files is not a mapping")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CacheError(f"refusing {entry}: not a cache entry with a valid manifest "
+                         f"({type(exc).__name__}: {exc})") from exc
+    return files
+
+
+def _entry_record(entry: Path, name: str) -> tuple[int, str]:
+    """The manifest's (size, digest) of ``name`` in ``entry``; ``CacheError`` if unlisted."""
+    record = _entry_files(entry).get(name)
+    if not (isinstance(record, list) and len(record) == 2):
+        raise CacheError(f"refusing {Path(entry) / name}: not listed in the manifest of its "
+                         "cache entry")
+    return record[0], record[1]
+
+
+def verified_bytes(entry: Path, name: str, *, optional: bool = False) -> bytes | None:
+    """The bytes of file ``name`` of cache entry ``entry``, checked against its manifest.
+
+    The bytes returned are the bytes hashed, so what is checked is what is used. Raises
+    ``CacheError`` if the file is not listed (with ``optional``: returns None), missing, or
+    differs from its manifest record, or if ``entry`` is not a cache entry of ours.
+    """
+    if optional and name not in _entry_files(entry):
+        return None
+    size, digest = _entry_record(entry, name)
+    path = Path(entry) / name
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            _check_owner(path, os.fstat(f.fileno()))
+            data = f.read()
+    except OSError as exc:
+        raise CacheError(f"cannot read {path}: {exc}") from exc
+    if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
+        raise CacheError(f"refusing {path}: it differs from its manifest (truncated or changed)")
+    return data
+
+
+def check_entry_file(entry: Path, name: str) -> Path:
+    """The path of file ``name`` of cache entry ``entry``, once it is known to match the
+    manifest (free if this process verified the entry and it is still the same folder).
+    For files loaded by path, such as a shared library given to ``dlopen``."""
+    entry = Path(entry)
+    path = entry / name
+    size, digest = _entry_record(entry, name)
+    hit = _MEMO.get((str(entry.parent.parent), entry.name))
+    if hit is not None and hit.path == entry and hit.still_there():
+        return path
+    try:
+        matches = _file_matches(path, size, digest)
+    except OSError as exc:
+        raise CacheError(f"cannot read {path}: {exc}") from exc
+    if not matches:
+        raise CacheError(f"refusing {path}: it differs from its manifest (truncated or changed)")
+    return path
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
@@ -219,14 +408,49 @@ def _remove(path: Path) -> None:
 
 
 class _FileLock:
-    """An exclusive ``flock`` on a file, held for a ``with`` block (waits for other holders)."""
+    """An exclusive ``flock`` on a file, held for a ``with`` block (waits for other holders).
+
+    The lock file is opened without following links: one that is a symbolic link is refused
+    (``CacheError``) and the link removed, so the next build makes a proper lock file.
+    """
 
     def __init__(self, path: Path):
         self.path = path
         self._fd: int | None = None
 
+    def _open(self) -> int:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            os.unlink(self.path)  # the link itself, never what it points to
+            raise CacheError(f"refusing lock file {self.path}: it was a symbolic link (removed "
+                             "it; the next build makes a new lock file)") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            os.close(fd)
+            raise CacheError(f"refusing lock file {self.path}: not a regular file of yours")
+        return fd
+
+    def free(self) -> bool:
+        """True if no process holds this lock now (a lock file that is missing is free)."""
+        if not self.path.exists() and not self.path.is_symlink():
+            return True
+        try:
+            fd = self._open()
+        except (OSError, CacheError):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)  # closing releases the lock if it was taken
+        return True
+
     def __enter__(self) -> "_FileLock":
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        self._fd = self._open()
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         return self
 
@@ -237,7 +461,7 @@ class _FileLock:
         self._fd = None
 
 
-_MEMO: dict[tuple[str, str], Path] = {}
+_MEMO: dict[tuple[str, str], _Verified] = {}
 
 
 def clear_memo() -> None:

@@ -89,3 +89,8 @@ class BackendUnavailable(AspError):
 
 class CacheError(AspError):
     """The on-disk cache is unsafe to use (not private, entries owned by someone else)."""
+
+
+class UnsafePath(AspError):
+    """A folder or file the project was asked to write is unsafe: a symbolic link, not a
+    folder, or owned by another user (``ASP_DUMP_DIR``)."""

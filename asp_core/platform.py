@@ -1,8 +1,12 @@
-"""Hardware and toolchain query: cores, C compiler, OpenMP, nvcc, CUDA devices.
+"""Hardware and toolchain query: cores, CPU identity, C compiler, OpenMP, nvcc, CUDA devices.
 
 ``query_platform()`` answers once per process (``clear_cache()`` forgets). Each part that is
 missing is reported as absent with the reason, never raised: a missing compiler or GPU is a
 reason to choose another variant.
+
+``cpu_identity()`` names the processor code is built for: its architecture, model and feature
+flags (from ``/proc/cpuinfo`` on Linux). Cache keys of code built with ``-march=native`` carry
+it, so a cache shared by two machines never hands one machine the other's instructions.
 """
 
 from __future__ import annotations
@@ -37,6 +41,63 @@ class CudaDevice:
 
 
 @dataclass(frozen=True)
+class CpuIdentity:
+    """What the instructions a compiler may use depend on: ``machine`` (``x86_64``,
+    ``aarch64``, ...), the model fields of ``/proc/cpuinfo`` (vendor, family, model, name;
+    implementer and part on ARM) and the sorted feature flags."""
+
+    machine: str
+    model: tuple[tuple[str, str], ...] = ()
+    flags: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line: architecture, model name, number of feature flags."""
+        fields = dict(self.model)
+        name = fields.get("model name") or fields.get("CPU part") or "unknown model"
+        return f"{self.machine}, {name}, {len(self.flags)} feature flags"
+
+
+# Fields of /proc/cpuinfo naming the processor (x86, ARM, POWER, RISC-V) and its features.
+_MODEL_FIELDS = ("vendor_id", "cpu family", "model", "model name", "CPU implementer",
+                 "CPU architecture", "CPU variant", "CPU part", "cpu", "isa", "uarch")
+_FLAG_FIELDS = ("flags", "Features")
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_identity() -> CpuIdentity:
+    """This machine's processor as code generation sees it (memoized; ``clear_cache()``)."""
+    return parse_cpuinfo(os.uname().machine, _read_cpuinfo())
+
+
+def _read_cpuinfo() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:  # not Linux, or /proc not mounted: the architecture alone names the CPU
+        return ""
+
+
+def parse_cpuinfo(machine: str, text: str) -> CpuIdentity:
+    r"""The identity in the first processor's block of a ``/proc/cpuinfo`` text.
+
+    >>> parse_cpuinfo("x86_64", "processor : 0\nmodel name : Z\nflags : sse2 avx\n\n"
+    ...               "processor : 1\nflags : other\n").flags
+    ('avx', 'sse2')
+    """
+    model, flags = [], ()
+    for line in text.split("\n\n", 1)[0].splitlines():
+        name, sep, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep:
+            continue
+        if name in _MODEL_FIELDS:
+            model.append((name, value))
+        elif name in _FLAG_FIELDS:
+            flags = tuple(sorted(set(value.split())))
+    return CpuIdentity(machine=machine, model=tuple(sorted(model)), flags=flags)
+
+
+@dataclass(frozen=True)
 class PlatformInfo:
     cpu_cores: int
     c_compiler: str | None
@@ -45,9 +106,11 @@ class PlatformInfo:
     pycuda: bool
     cuda_devices: tuple[CudaDevice, ...] = ()
     notes: tuple[str, ...] = field(default=(), compare=False)
+    cpu: CpuIdentity | None = None
 
     def summary(self) -> str:
         lines = [f"CPU cores available: {self.cpu_cores}",
+                 f"CPU: {self.cpu.describe() if self.cpu else 'unknown'}",
                  f"C compiler: {self.c_compiler or 'none'}",
                  f"OpenMP: {'yes' if self.openmp else 'no'}",
                  f"nvcc: {self.nvcc or 'none'}",
@@ -92,7 +155,8 @@ def query_platform() -> PlatformInfo:
     if note:
         notes.append(note)
     return PlatformInfo(cpu_cores=cpu_cores(), c_compiler=compiler, openmp=openmp, nvcc=nvcc,
-                        pycuda=have_pycuda, cuda_devices=devices, notes=tuple(notes))
+                        pycuda=have_pycuda, cuda_devices=devices, notes=tuple(notes),
+                        cpu=cpu_identity())
 
 
 def _cuda_devices() -> tuple[tuple[CudaDevice, ...], bool, str | None]:
@@ -127,4 +191,6 @@ def _cuda_devices() -> tuple[tuple[CudaDevice, ...], bool, str | None]:
 
 
 def clear_cache() -> None:
+    """Forget the answers of ``query_platform()`` and ``cpu_identity()``."""
     query_platform.cache_clear()
+    cpu_identity.cache_clear()

@@ -18,25 +18,38 @@ cdef comes from the C function signature and is stored pre-parsed next to the li
 out-of-line ABI mode), so a cached load does not import cffi's C parser. Array parameters are
 ``void *`` on the Python side and receive a NumPy array's buffer without a copy
 (``array_pointer``).
+
+Cache keys name the target as well as the compiler: the machine's architecture always, and
+with a ``native`` flag (``-march=native``) the CPU model and feature flags
+(``asp_core.platform.cpu_identity``), so a cache shared by two machines never gives one the
+other's instructions. Only files listed in a verified manifest are loaded; a library that
+verifies but does not load here (``dlopen`` fails: built for another machine, a cache on a
+``noexec`` mount) is rebuilt once, and if it still does not load the call falls back
+(``CacheError`` naming the library and the loader's message).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
+import hashlib
 import json
+import logging
 import os
 import re
 import shutil
 import subprocess
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..cache import DiskCache, disk_cache, stable_key
+from .. import platform as asp_platform
+from ..cache import DiskCache, check_entry_file, disk_cache, stable_key, verified_bytes
 from ..config import DEFAULT_CFLAGS
-from ..errors import BackendUnavailable, CompileError, SourceLocation
+from ..errors import BackendUnavailable, CacheError, CompileError, SourceLocation
+
+log = logging.getLogger("asp.c")
 
 # Flags that fix the meaning of generated code; optimization flags are configurable on top.
 SEMANTIC_FLAGS = {
@@ -62,8 +75,10 @@ class CCompiler:
     language: str = "c"
 
     def abi_id(self) -> tuple:
-        """What identifies the machine code this compiler produces (for cache keys)."""
-        return (self.cc, self.version, self.cflags, self.language)
+        """What identifies the machine code this compiler produces (for cache keys): the
+        compiler, its flags, and the target (see ``target_identity``)."""
+        return (self.cc, self.version, self.cflags, self.language,
+                target_identity(self.cflags))
 
     @functools.cached_property
     def toolchain(self) -> Any:
@@ -91,6 +106,22 @@ class CCompiler:
                 + [f"-l{lib}" for lib in tc.libraries])
 
 
+def target_identity(cflags: Sequence[str]) -> tuple:
+    """The machine the code is built for: with a ``native`` flag (``-march=native``,
+    ``-mcpu=native``) this CPU's model and feature flags, else its architecture."""
+    cpu = asp_platform.cpu_identity()
+    if any(flag.endswith("=native") for flag in cflags):
+        return ("cpu", cpu.machine, _digest(cpu))
+    return ("machine", cpu.machine)
+
+
+@functools.lru_cache(maxsize=8)
+def _digest(cpu: asp_platform.CpuIdentity) -> str:
+    # repr of strings and tuples of strings is canonical, and ten times quicker than
+    # stable_key's text for a hundred flags
+    return hashlib.sha256(repr(cpu).encode("utf-8")).hexdigest()
+
+
 @functools.lru_cache(maxsize=None)
 def find_c_compiler(cc: str | None = None, cflags: tuple[str, ...] = DEFAULT_CFLAGS,
                     language: str = "c") -> CCompiler:
@@ -115,7 +146,8 @@ def compiler_version(path: str) -> str:
     real = os.path.realpath(path)
     st = os.stat(real)
     cache = disk_cache(_config_cache_dir())
-    key = stable_key("compiler-version", real, st.st_size, st.st_mtime_ns)
+    key = stable_key("compiler-version", real, st.st_size, st.st_mtime_ns,
+                     asp_platform.cpu_identity().machine)
 
     def build(folder: Path) -> None:
         try:
@@ -125,7 +157,7 @@ def compiler_version(path: str) -> str:
             raise BackendUnavailable(f"compiler '{path}' does not answer --version: {exc}") from exc
         (folder / "version.txt").write_text(version)
 
-    return (cache.entry(key, build) / "version.txt").read_text()
+    return verified_bytes(cache.entry(key, build), "version.txt").decode()
 
 
 def default_compiler() -> CCompiler:
@@ -198,8 +230,8 @@ def _openmp_flags(compiler: CCompiler, cache: DiskCache) -> tuple[str, ...] | No
             ok = False
         (folder / "result.json").write_text(json.dumps({"openmp": ok}))
 
-    entry = cache.entry(key, build)
-    return flags if json.loads((entry / "result.json").read_text())["openmp"] else None
+    result = json.loads(verified_bytes(cache.entry(key, build), "result.json"))
+    return flags if result["openmp"] else None
 
 
 def _probe_runs(path: Path) -> bool:
@@ -234,13 +266,21 @@ def _config_cache_dir() -> Path | None:
 def build_shared_library(source: str, *, name: str = "module", cdef: str | None = None,
                          compiler: CCompiler | None = None, openmp: bool = False,
                          cache: DiskCache | None = None) -> Path:
-    """Compile C ``source`` into a shared library, once per (source, cdef, compiler, flags).
+    """Compile C ``source`` into a shared library, once per (source, cdef, compiler, flags,
+    target machine).
 
     With ``cdef``, the entry also holds a pre-parsed cffi declaration module
     (``<name>_ffi.py``, cffi's out-of-line ABI mode), so loading needs no C parser.
     """
-    compiler = compiler or default_compiler()
     cache = cache or disk_cache(_config_cache_dir())
+    key, build = _library_build(source, name, cdef, compiler, openmp, cache)
+    return cache.entry(key, build) / f"{name}.so"
+
+
+def _library_build(source: str, name: str, cdef: str | None, compiler: CCompiler | None,
+                   openmp: bool, cache: DiskCache):
+    """The cache key of a shared library and the function that builds its entry."""
+    compiler = compiler or default_compiler()
     extra: tuple[str, ...] = ()
     if openmp:
         flags = openmp_flags(compiler, cache)
@@ -256,11 +296,16 @@ def build_shared_library(source: str, *, name: str = "module", cdef: str | None 
             run_compiler(compiler.command([str(src)], str(folder / f"{name}.so"), extra), src,
                          f"compiling {name}.c")
         except CompileError as exc:
-            raise relocate_error(exc, src, cache.keep_failed(key, src.name, source)) from None
+            try:
+                kept = cache.keep_failed(key, src.name, source)
+            except CacheError as keep_error:  # the compiler's error is what matters
+                log.warning("cannot keep the failed source %s: %s", src.name, keep_error)
+                raise exc from None
+            raise relocate_error(exc, src, kept) from None
         if cdef is not None:
             _emit_ffi_module(cdef, folder / f"{name}_ffi.py")
 
-    return cache.entry(key, build) / f"{name}.so"
+    return key, build
 
 
 def _emit_ffi_module(cdef: str, path: Path) -> None:
@@ -297,40 +342,71 @@ class CModule:
 _LOADED: dict[tuple[str, str], CModule] = {}
 
 
-def load_library(path: Path, cdef: str) -> CModule:
-    """``dlopen`` a shared library with cffi, declaring ``cdef`` (memoized per path and cdef).
+class LibraryLoadError(CacheError):
+    """A cached library verified against its manifest but ``dlopen`` refused it (built for
+    another machine, a cache folder mounted ``noexec``, a missing dependency)."""
 
-    Uses the pre-parsed declaration module next to the library when there is one.
+
+def load_library(path: Path, cdef: str) -> CModule:
+    """``dlopen`` a shared library of a cache entry with cffi, declaring ``cdef`` (memoized
+    per path and cdef).
+
+    The library, and the pre-parsed declaration module next to it when there is one, are
+    loaded only if the entry's manifest lists them and they match it; ``CacheError``
+    otherwise, and when ``dlopen`` fails (``LibraryLoadError``).
     """
     memo_key = (str(path), cdef)
     module = _LOADED.get(memo_key)
     if module is None:
-        ffi = _load_ffi_module(path.with_name(path.stem + "_ffi.py"))
+        path = Path(path)
+        check_entry_file(path.parent, path.name)
+        ffi = _load_ffi_module(path.parent, path.stem + "_ffi.py")
         if ffi is None:
             import cffi
 
             ffi = cffi.FFI()
             ffi.cdef(cdef)
-        module = CModule(path=path, ffi=ffi, lib=_dlopen(ffi, path))
+        try:
+            lib = _dlopen(ffi, path)
+        except OSError as exc:
+            raise LibraryLoadError(f"cannot load {path} on this machine: {exc}") from exc
+        module = CModule(path=path, ffi=ffi, lib=lib)
         _LOADED[memo_key] = module
     return module
 
 
-def _load_ffi_module(path: Path) -> Any:
-    if not path.is_file():
+def _load_ffi_module(entry: Path, name: str) -> Any:
+    """The ``ffi`` object of the declaration module ``name`` of ``entry``, if listed there:
+    its verified bytes are executed, never a file the manifest does not list."""
+    data = verified_bytes(entry, name, optional=True)
+    if data is None:
         return None
-    spec = importlib.util.spec_from_file_location(f"asp_ffi_{path.parent.name[:16]}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    path = entry / name
+    module = types.ModuleType(f"asp_ffi_{entry.name[:16]}")
+    module.__file__ = str(path)
+    exec(compile(data, str(path), "exec"), module.__dict__)
     return module.ffi
 
 
 def compile_c(source: str, cdef: str, *, name: str = "module", openmp: bool = False,
               compiler: CCompiler | None = None, cache: DiskCache | None = None) -> CModule:
-    """Build (or find in the cache) and load a C module in one step."""
-    path = build_shared_library(source, name=name, cdef=cdef, compiler=compiler, openmp=openmp,
-                                cache=cache)
-    return load_library(path, cdef)
+    """Build (or find in the cache) and load a C module in one step.
+
+    A cached library that does not load (``dlopen`` refuses it, or it changed since it was
+    verified) is rebuilt once; ``CacheError`` if it still does not load.
+    """
+    cache = cache or disk_cache(_config_cache_dir())
+    key, build = _library_build(source, name, cdef, compiler, openmp, cache)
+    entry = cache.entry(key, build)
+    try:
+        return load_library(entry / f"{name}.so", cdef)
+    except CacheError as exc:
+        log.warning("rebuilding %s: %s", entry, exc)
+    entry = cache.replace(key, build)
+    try:
+        return load_library(entry / f"{name}.so", cdef)
+    except CacheError as exc:
+        raise CacheError(f"{exc} (also after rebuilding it)") from exc
 
 
 def clear_loaded() -> None:

@@ -1,5 +1,7 @@
 """platform: cores, compilers, OpenMP, nvcc and CUDA devices, each reported or marked absent."""
 
+import os
+
 from asp_core import platform
 
 
@@ -25,3 +27,51 @@ def test_cuda_device_properties_when_present():
     for dev in info.cuda_devices:
         assert dev.warp_size == 32 and dev.multiprocessors > 0
         assert dev.max_threads_per_block >= 512 and dev.arch.startswith("sm_")
+
+
+X86 = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 85
+model name\t: Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz
+microcode\t: 0x2006
+cpu MHz\t\t: 2400.000
+flags\t\t: fpu sse2 avx avx2 avx512f
+
+processor\t: 1
+model name\t: something else
+flags\t\t: fpu
+"""
+ARM = """processor\t: 0
+BogoMIPS\t: 50.00
+Features\t: fp asimd sve
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU variant\t: 0x1
+CPU part\t: 0xd40
+"""
+
+
+def test_cpu_identity_reads_model_and_flags_of_the_first_processor():
+    x86 = platform.parse_cpuinfo("x86_64", X86)
+    assert x86.flags == ("avx", "avx2", "avx512f", "fpu", "sse2")
+    assert ("model name", "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz") in x86.model
+    assert all(name not in dict(x86.model) for name in ("cpu MHz", "microcode"))  # they vary
+    arm = platform.parse_cpuinfo("aarch64", ARM)
+    assert arm.flags == ("asimd", "fp", "sve") and ("CPU part", "0xd40") in arm.model
+    assert platform.parse_cpuinfo("x86_64", X86.replace(" avx512f", "")) != x86
+    assert platform.parse_cpuinfo("x86_64", "").flags == ()
+
+
+def test_cpu_identity_of_this_machine():
+    here = platform.cpu_identity()
+    assert here is platform.cpu_identity() and here.machine == os.uname().machine
+    if os.path.exists("/proc/cpuinfo"):
+        assert here.flags and here.model
+    assert "CPU: " + here.describe() in platform.query_platform().summary()
+
+
+def test_cpuinfo_doctest():
+    import doctest
+
+    assert doctest.testmod(platform).failed == 0
