@@ -27,6 +27,7 @@ from typing import Any, Callable, Hashable, Sequence
 from . import config as config_module
 from .errors import (AspError, BackendUnavailable, CacheError, CompileError,
                      SpecializationError, UnsupportedArgument, UnsupportedConstruct)
+from .lru import LRUCache
 from .signature import signature_of
 
 log = logging.getLogger("asp")
@@ -105,6 +106,10 @@ class Specializer:
 
     #: Backends to try, best first; plain Python always ends the chain.
     backends: tuple[str, ...] = ()
+    #: Variants (and failures) kept in memory per instance (``asp_core.lru``: those of the
+    #: last this many signatures, at most twice as many): one forgotten is built again (from
+    #: the disk cache) when its signature comes back.
+    variant_cache_size = 256
 
     def __init__(self, func: Callable, *, backend: str | None = None, strict: bool = False,
                  config: config_module.Config | None = None, dump_dir: str | Path | None = None):
@@ -114,7 +119,8 @@ class Specializer:
         self.strict = strict
         self.dump_dir = Path(dump_dir) if dump_dir else self.config.dump_dir
         self.last_call: CallRecord | None = None
-        self._variants: dict[tuple[Hashable, str], Variant | _Failure] = {}
+        # (signature, backend) -> Variant or _Failure; the least recently used are forgotten
+        self._variants = LRUCache(self.variant_cache_size)
         self.name = getattr(func, "__qualname__", repr(func))
 
     # -- hooks -------------------------------------------------------------------------------
@@ -166,13 +172,15 @@ class Specializer:
 
     def _variant(self, sig: Hashable, backend: str, args: Sequence[Any]) -> Variant | _Failure:
         key = (sig, backend)
-        found = self._variants.get(key)
+        found = self._variants.recent.get(key)  # a hit: one dict lookup (see asp_core.lru)
         if found is None:
-            try:
-                found = self.build(backend, sig, args)
-            except FALLBACK_ERRORS as exc:
-                found = _Failure(backend, describe(exc), exc)
-            self._variants[key] = found
+            found = self._variants.get(key)
+            if found is None:
+                try:
+                    found = self.build(backend, sig, args)
+                except FALLBACK_ERRORS as exc:
+                    found = _Failure(backend, describe(exc), exc)
+                self._variants.put(key, found)
         return found
 
     def _fallback(self, reason: str, args, kwargs, error: AspError | None = None) -> Any:
@@ -184,16 +192,32 @@ class Specializer:
         return self.run_python(args, kwargs)
 
     def dump(self, stage: str, text: str) -> None:
-        """Write an intermediate form to the dump folder, if one is configured."""
+        """Write an intermediate form to the dump folder, if one is configured.
+
+        Never through a symbolic link nor into a folder or file another user owns
+        (``asp_core.dumps``): such a dump, or one the file system refuses, is skipped with a
+        ``RuntimeWarning``; the call itself goes on.
+        """
         if self.dump_dir is None:
             return
-        folder = self.dump_dir / _safe_name(self.name)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / stage).write_text(text)
+        from .dumps import write_dump
+        from .errors import UnsafePath
+
+        try:
+            write_dump(self.dump_dir, _safe_name(self.name), stage, text)
+        except (UnsafePath, OSError) as exc:
+            log.warning("%s: not dumping %s: %s", self.name, stage, exc)
+            warnings.warn(f"{self.name}: not dumping {stage}: {exc}", RuntimeWarning,
+                          stacklevel=2)
 
     def clear(self) -> None:
         """Forget built variants and failures (they are rebuilt, or found on disk, next call)."""
         self._variants.clear()
+
+    def forget_backend(self, backend: str) -> None:
+        """Forget the variants and failures of one backend (rebuilt, or refused, next call)."""
+        for key in [key for key in self._variants if key[1] == backend]:
+            del self._variants[key]
 
 
 def _reasons(failures: Sequence[_Failure]) -> str | None:

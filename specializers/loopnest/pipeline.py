@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from asp_core.errors import UnsupportedConstruct
+from asp_core.lru import LRUCache
 
 from . import dast as d
 from .access import AccessInfo, access_info
@@ -100,16 +101,17 @@ class NestAnalysis:
         return Binder(self.names, self.access)
 
     @functools.cached_property
-    def _plans(self) -> dict[BindingKey, "Plan"]:
-        return {}
+    def _plans(self) -> LRUCache:
+        """BindingKey -> Plan, for the bindings used most recently (``PLAN_CACHE_SIZE``)."""
+        return LRUCache(PLAN_CACHE_SIZE)
 
     def plan(self, key: BindingKey) -> "Plan":
         """Dependence graph and schedule for one binding (memoized per binding)."""
-        found = self._plans.get(key)
+        found = self._plans.recent.get(key)  # a hit: one dict lookup (see asp_core.lru)
         if found is None:
-            if len(self._plans) >= PLAN_CACHE_SIZE:
-                self._plans.pop(next(iter(self._plans)))
-            found = self._plans[key] = make_plan(self, key)
+            found = self._plans.get(key)
+            if found is None:
+                found = self._plans.put(key, make_plan(self, key))
         return found
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .analysis.budget import MARK as BUDGET_MARK
 from .pipeline import KernelAnalysis, NestAnalysis, RejectedNest
 from .pretty import expression
 from .schedule.tree import Schedule
@@ -111,6 +112,11 @@ def _plan_text(analysis: NestAnalysis, plan) -> list[str]:
         out.append(f"    {pair.first} / {pair.second}: {pair.outcome}")
         for index in pair.edges:
             out.append(f"        {edge_text(edges[index])}")
+    stopped = sum(BUDGET_MARK in pair.outcome for pair in plan.graph.pairs)
+    if stopped:
+        out.append(f"    {stopped} pair(s) stopped at the analysis budget ({BUDGET_MARK}): "
+                   "every direction a test had not ruled out when it stopped is assumed, so "
+                   "loops may run sequentially that could run in parallel")
     scalar = [e for e in edges if e.test == "scalar"]
     if scalar:
         out.append("    through scalars:")

@@ -13,7 +13,9 @@ import itertools
 from typing import Any, Sequence
 
 from asp_core import config as config_module
-from asp_core.errors import UnsupportedArgument
+from asp_core import forking
+from asp_core.errors import BackendUnavailable, UnsupportedArgument
+from asp_core.lru import LRUCache
 from asp_core.signature import ArraySig, signature_of
 from asp_core.specializer import PYTHON, Specializer, Variant
 from asp_core.templates import render
@@ -49,6 +51,11 @@ def _modes(plan) -> tuple:
 #: placeholder for the cost model: below it, forking threads costs more than it saves.
 OPENMP_MIN_WORK = 1 << 15
 
+#: Executors kept per nest runner (one per schedule, subscript modes, loop ranges, signature).
+EXECUTOR_CACHE_SIZE = 64
+#: Call signatures (argument types) whose check is remembered per nest runner.
+CHECKED_CACHE_SIZE = 64
+
 
 class NestRunner(Specializer):
     """Dispatches one nest of one kernel instance."""
@@ -65,9 +72,12 @@ class NestRunner(Specializer):
         self.last_schedule = None
         self.last_plan = None
         self._gather = None
-        self._executors: dict = {}
-        self._checked: set = set()
+        # Executors (Python or compiled) per schedule and code-relevant details, and the call
+        # signatures already checked: bounded, the least recently used forgotten (lru).
+        self._executors = LRUCache(EXECUTOR_CACHE_SIZE)
+        self._checked = LRUCache(CHECKED_CACHE_SIZE)
         self._key = None
+        self._forced = (self.backend,) if self.backend else ()
         from asp_core.platform import cpu_cores
 
         self._cores = cpu_cores()
@@ -98,7 +108,7 @@ class NestRunner(Specializer):
     def signature(self, args: Sequence[Any]):
         """Types of the inputs, and the binding of the values the analysis depends on."""
         types = signature_of(args)
-        if types not in self._checked:
+        if types not in self._checked.recent and types not in self._checked:
             check_arguments(self.analysis, types)
             self._checked.add(types)
         key = self.analysis.binder.key(args)
@@ -106,10 +116,11 @@ class NestRunner(Specializer):
         return types, key
 
     def candidates(self) -> tuple[str, ...]:
-        """The forced backend, else OpenMP (when the schedule has parallel loops and enough
-        work, and this machine more than one core) then serial C."""
-        if self.backend:
-            return (self.backend,)
+        """The forced backend (and serial C after a forced OpenMP in a process forked where
+        OpenMP cannot run, see ``asp_core.forking``), else OpenMP (when the schedule has
+        parallel loops and enough work, and this machine more than one core) then serial C."""
+        if self._forced:
+            return self._forced
         plan = self.analysis.plan(self._key)
         if plan.parallel and plan.work >= OPENMP_MIN_WORK and self._cores > 1:
             return ("openmp", "c")
@@ -127,8 +138,8 @@ class NestRunner(Specializer):
             run = self._executors.get(memo)
             if run is None:
                 seed = None if order == "reversed" else self.config_seed()
-                run = self._executors[memo] = python_executor(analysis, plan.schedule, self.name,
-                                                              order, seed)
+                run = self._executors.put(memo, python_executor(analysis, plan.schedule,
+                                                                self.name, order, seed))
             self._dump_plan(plan)
             return Variant(backend, _recording(self, run, plan))
         return super().build(backend, signature, args)
@@ -137,6 +148,8 @@ class NestRunner(Specializer):
         from .typeinfer import infer_types
         from .variants import compile_variant
 
+        if backend == "openmp" and forking.openmp_unusable():
+            raise BackendUnavailable(forking.openmp_unusable())
         check_arrays(self.analysis, signature, plan.bound)
         types = infer_types(self.analysis, signature)
         memo = (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature,
@@ -146,10 +159,22 @@ class NestRunner(Specializer):
         if run is None:
             run = compile_variant(backend, self.analysis, plan, types, signature, self.name,
                                   self.config.num_threads)
-            self._executors[memo] = run
+            if backend == "openmp":  # a fork must not leave a child hanging in libgomp
+                forking.watch_openmp()
+                forking.on_unusable_child(self, NestRunner._forget_openmp)
+            self._executors.put(memo, run)
             self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
             self._dump_plan(plan)
         return Variant(backend, _recording(self, run, plan), run.module.key)
+
+    def _forget_openmp(self, reason: str) -> None:
+        """In a forked child where OpenMP cannot run: drop the OpenMP variants, and let a
+        forced OpenMP fall back to serial C (their build now fails with ``reason``)."""
+        self.forget_backend("openmp")
+        for memo in [memo for memo in self._executors if memo[0] == "openmp"]:
+            del self._executors[memo]
+        if self._forced == ("openmp",):
+            self._forced = ("openmp", "c")
 
     def config_seed(self) -> int:
         import os

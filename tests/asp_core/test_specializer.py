@@ -123,3 +123,23 @@ def test_clear_forgets_variants():
     spec.clear()
     spec(1)
     assert len(spec.builds) == 2
+
+
+def test_variants_are_bounded_and_the_least_recently_used_are_forgotten(monkeypatch):
+    monkeypatch.setattr(Toy, "variant_cache_size", 2)
+    spec = Toy(double, config=Config())
+    calls = [1, 1.5, np.float32(1), 2, np.int16(1), 3, 2.5]
+    for x in calls:              # float (1.5) is not used while three others are: forgotten;
+        spec(x)                  # int (1, 2, 3) is used all along: built once
+    built = [spec.signature((x,)) for x in (1, 1.5, np.float32(1), np.int16(1), 2.5)]
+    assert [sig for _, sig in spec.builds] == built
+    assert len(spec._variants) <= 4
+
+
+def test_forget_backend_drops_only_that_backend(monkeypatch):
+    monkeypatch.setattr(Toy, "broken", {"fast": BackendUnavailable("no fast hardware")})
+    spec = Toy(double, config=Config())
+    run(spec, 1)                 # fast failed (remembered), slower built
+    spec.forget_backend("fast")
+    run(spec, 1)
+    assert [b for b, _ in spec.builds] == ["fast", "slower", "fast"]

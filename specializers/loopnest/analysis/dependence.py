@@ -13,23 +13,41 @@ touch the same element, or proves that none exists:
 3. MIV positions get the GCD test, then the direction vectors are refined loop by loop with the
    Banerjee inequalities (hierarchically: an infeasible prefix prunes all its extensions);
 4. where the classical tests are exact only on rectangular spaces (triangular bounds, coupled
-   MIV positions), each surviving vector is checked with Fourier-Motzkin on the whole system.
+   MIV positions), the surviving vectors are checked with Fourier-Motzkin on the whole system
+   (those sharing a prefix together, under the prefix's constraints first).
 
 A loop whose index appears in no subscript keeps ``*`` (every direction) without refinement.
 Any doubt leaves a dependence in place: every step can only remove impossible vectors.
+
+Steps 3 and 4 grow exponentially with the depth of the nest, so they charge a work budget
+(``analysis.budget``: one per pair, within one per nest). Past it the enumeration stops and
+the pair gets one vector with, per loop, the single direction steps 1-2 allowed or ``*``;
+an unfinished Fourier-Motzkin pass keeps the vectors it has not disproved. More than
+``MAX_VECTORS`` vectors are merged per carrying level (``directions.merge_vectors``). Either
+way the test's name says so (``explain()`` shows it), and the answer only ever has more
+dependences.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Sequence
 
 from . import fourier_motzkin
 from .binding import BoundAccess, BoundLoop, TForm
-from .tests import (ANY, EQ, GT, LT, banerjee_test, direction_of_distance, gcd_test,
-                    strong_siv_test, weak_crossing_siv_test, weak_zero_siv_test, ziv_test)
+from .budget import MARK, MAX_VECTORS, PAIR_UNITS, Budget, BudgetExhausted
+from .directions import direction_vectors, merge_vectors
+from .tests import (ANY, EQ, GT, LT, direction_of_distance, gcd_test, strong_siv_test,
+                    weak_crossing_siv_test, weak_zero_siv_test, ziv_test)
 
 STAR = "*"
+
+log = logging.getLogger("asp.loopnest")
+
+#: Vectors sharing a prefix from which Fourier-Motzkin checks the prefix first (fewer are
+#: checked one by one).
+SHARED_PREFIX = 4
 
 
 @dataclass(frozen=True)
@@ -49,9 +67,14 @@ class PairResult:
 
 
 def test_pair(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Sequence[int],
-              common: Sequence[int], loops: dict[int, BoundLoop], exact: bool = True) -> PairResult:
-    """All direction vectors under which ``f`` (S1) and ``g`` (S2) may access one element."""
-    ndim = len(common)
+              common: Sequence[int], loops: dict[int, BoundLoop], exact: bool = True,
+              budget: Budget | None = None) -> PairResult:
+    """All direction vectors under which ``f`` (S1) and ``g`` (S2) may access one element.
+
+    ``budget``: the nest's work budget, if any; the pair spends at most ``PAIR_UNITS`` of it
+    before answering conservatively (see the module's docstring).
+    """
+    pair_budget = Budget(PAIR_UNITS, budget)
     allowed: dict[int, frozenset[str]] = {}
     distance: dict[int, int] = {}
     tests: list[str] = []
@@ -120,56 +143,101 @@ def test_pair(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Seq
             return [STAR]
         return [x for x in (LT, EQ, GT) if x in dirs]
 
-    def feasible(vector: dict[int, str]) -> bool:
-        fixed = {lid: v for lid, v in vector.items() if v != STAR}
-        for fv, gv, const in miv:
-            if not banerjee_test(fv, gv, const, fixed, t_max):
-                return False
-        return True
-
-    vectors: list[tuple[str, ...]] = []
-
-    def extend(level: int, chosen: dict[int, str]) -> None:
-        if level == ndim:
-            vectors.append(tuple(chosen[lid] for lid in common))
-            return
-        lid = common[level]
-        for option in options(lid):
-            trial = dict(chosen)
-            trial[lid] = option
-            if lid in refine and miv and not feasible(trial):
-                continue
-            extend(level + 1, trial)
-
-    if miv and not feasible({}):
-        return PairResult((), (), "Banerjee")
-    if ndim == 0:
-        return PairResult(((),), (), _name(tests, False))
-    extend(0, {})
+    choices = {lid: options(lid) for lid in common}
+    dists = tuple(distance.get(lid) for lid in common)
+    try:
+        vectors, merged = direction_vectors(common, choices, set(refine), miv, t_max,
+                                            pair_budget.spend)
+    except BudgetExhausted as exc:
+        # Every direction steps 1-2 left open, per loop: a superset of what was being refined.
+        vector = tuple(o[0] if len(o) == 1 else STAR for o in choices.values())
+        _log_budget(f, g, "directions not refined", exc)
+        return PairResult((vector,), dists,
+                          _name(tests, False, f"{MARK}: directions not refined"))
     if not vectors:
         return PairResult((), (), "Banerjee")
     used_exact = False
+    notes = []
     if need_exact and any(x != EQ for v in vectors for x in v):
         # Fourier-Motzkin once on the whole system, projected on the common loops' variables;
-        # each surviving direction vector is then checked on that small projection. (Vectors
-        # that are all "=" only order statements within an iteration: no need to refine.)
+        # the surviving direction vectors are then checked on that small projection, by shared
+        # prefixes. (Vectors all "=" only order statements within an iteration: if there are
+        # no others, no need to refine.)
         used_exact = True
-        shadow = exact_projection(f, g, loops1, loops2, common, loops)
-        if shadow is None:
+        vectors, shadow_empty, stopped = _refine_exactly(f, g, loops1, loops2, common, loops,
+                                                         vectors, pair_budget)
+        if shadow_empty or not vectors:
             return PairResult((), (), "Fourier-Motzkin")
-        vectors = [v for v in vectors
-                   if shadow.feasible_with(*direction_constraints(common, dict(zip(common, v))))]
-        if not vectors:
-            return PairResult((), (), "Fourier-Motzkin")
-    dists = tuple(distance.get(lid) for lid in common)
-    return PairResult(tuple(vectors), dists, _name(tests, used_exact))
+        if stopped is not None:
+            _log_budget(f, g, "Fourier-Motzkin stopped", stopped)
+            notes.append(f"{MARK}: Fourier-Motzkin stopped")
+    if merged or len(vectors) > MAX_VECTORS:
+        notes.append("direction vectors merged per carrying loop")
+        vectors = merge_vectors(vectors)
+    return PairResult(tuple(vectors), dists, _name(tests, used_exact, *notes))
 
 
-def _name(tests: list[str], exact: bool) -> str:
+def _refine_exactly(f: BoundAccess, g: BoundAccess, loops1: Sequence[int], loops2: Sequence[int],
+                    common: Sequence[int], loops: dict[int, BoundLoop],
+                    vectors: list[tuple[str, ...]], budget: Budget
+                    ) -> tuple[list[tuple[str, ...]], bool, BudgetExhausted | None]:
+    """``vectors`` less those Fourier-Motzkin disproves; whether the whole system is
+    infeasible; and, if the budget ran out, why (the vectors not yet checked are kept).
+
+    Hierarchically: the vectors sharing a prefix are checked once under that prefix's
+    constraints, and dropped together if it is infeasible. That is sound (a prefix has fewer
+    constraints than each of its vectors) and cheaper; it is also more precise than checking
+    whole vectors only, as a smaller system stays under ``fourier_motzkin.LIMIT`` rows.
+    """
+    try:
+        shadow = exact_projection(f, g, loops1, loops2, common, loops, budget)
+    except BudgetExhausted as exc:
+        return vectors, False, exc
+    if shadow is None:
+        return [], True, None
+    kept: list[tuple[str, ...]] = []
+    stopped: BudgetExhausted | None = None
+
+    def feasible(prefix: tuple[str, ...], level: int) -> bool:
+        """May ``prefix`` hold (its entries from ``level`` on are new)? True once stopped."""
+        nonlocal stopped
+        if stopped is not None or all(x == STAR for x in prefix[level:]):
+            return True  # "*" adds no constraint
+        constraints = direction_constraints(common, dict(zip(common, prefix)))
+        try:
+            return shadow.feasible_with(*constraints, budget=budget)
+        except BudgetExhausted as exc:
+            stopped = exc
+            return True
+
+    def walk(prefix: tuple[str, ...], members: list[tuple[str, ...]]) -> None:
+        level = len(prefix)
+        if level == len(common):
+            kept.extend(members)
+            return
+        groups: dict[str, list[tuple[str, ...]]] = {}
+        for v in members:
+            groups.setdefault(v[level], []).append(v)
+        for direction, group in groups.items():
+            if len(group) < SHARED_PREFIX:  # a few vectors: each is checked whole
+                kept.extend(v for v in group if feasible(v, level))
+            elif feasible(prefix + (direction,), level):
+                walk(prefix + (direction,), group)
+
+    walk((), vectors)
+    return kept, False, stopped
+
+
+def _log_budget(f: BoundAccess, g: BoundAccess, what: str, exc: BudgetExhausted) -> None:
+    log.info("dependence test of S%d/S%d on %s: %s, %s (%s); the dependence is assumed",
+             f.sid, g.sid, f.array, MARK, what, exc)
+
+
+def _name(tests: list[str], exact: bool, *notes: str) -> str:
     names = list(dict.fromkeys(tests)) or ["no subscript constraint"]
     if exact:
         names.append("Fourier-Motzkin")
-    return " + ".join(names)
+    return " + ".join(names + list(notes))
 
 
 def _var(side: str, lid: int) -> str:
@@ -177,11 +245,11 @@ def _var(side: str, lid: int) -> str:
 
 
 def exact_projection(f: BoundAccess, g: BoundAccess, loops1: Sequence[int],
-                     loops2: Sequence[int], common: Sequence[int], loops: dict[int, BoundLoop]
-                     ) -> fourier_motzkin.Projection | None:
+                     loops2: Sequence[int], common: Sequence[int], loops: dict[int, BoundLoop],
+                     budget: Budget | None = None) -> fourier_motzkin.Projection | None:
     """The dependence system of ``f`` and ``g`` (subscript equalities, both iteration spaces
     with triangular bounds) projected on the common loops' variables; None proves
-    independence."""
+    independence. ``budget``: charged by the elimination (``BudgetExhausted`` propagates)."""
     def form(side: str, tf: TForm) -> tuple[dict[str, int], int]:
         return {_var(side, lid): c for lid, c in tf.coeffs}, tf.const
 
@@ -207,7 +275,7 @@ def exact_projection(f: BoundAccess, g: BoundAccess, loops1: Sequence[int],
             eq[v] = eq.get(v, 0) - c
         equalities.append((eq, fk - gk))
     keep = {_var(side, lid) for lid in common for side in "sd"}
-    return fourier_motzkin.project(equalities, inequalities, keep)
+    return fourier_motzkin.project(equalities, inequalities, keep, budget)
 
 
 def direction_constraints(common: Sequence[int], vector: dict[int, str]):

@@ -17,7 +17,9 @@ integer arithmetic:
 
 "Infeasible" therefore proves there is no integer solution, hence independence; "feasible"
 only allows a dependence. If the system grows past ``LIMIT`` rows the answer is "feasible", so
-the test is always sound and never slow.
+the test is always sound. A ``budget`` (``analysis.budget``), where given, is charged for every
+row built (its number of coefficients) before the rows are built; past its limit
+``BudgetExhausted`` propagates, and the caller keeps the dependence.
 
 A constraint is ``(coeffs, const)``: ``sum(coeffs[v] * v) + const >= 0`` (``== 0`` for an
 equality), with integer coefficients.
@@ -28,14 +30,17 @@ from __future__ import annotations
 from math import gcd
 from typing import Mapping
 
+from .budget import Budget
+
 LIMIT = 300
 
 Constraint = tuple[Mapping[str, int], int]
 
 
-def feasible(equalities: list[Constraint], inequalities: list[Constraint]) -> bool:
+def feasible(equalities: list[Constraint], inequalities: list[Constraint],
+             budget: Budget | None = None) -> bool:
     """True unless the system provably has no integer solution."""
-    return project(equalities, inequalities, keep=()) is not None
+    return project(equalities, inequalities, keep=(), budget=budget) is not None
 
 
 class Projection:
@@ -45,18 +50,20 @@ class Projection:
         self.names = names
         self.rows = rows
 
-    def feasible_with(self, equalities: list[Constraint], inequalities: list[Constraint]) -> bool:
+    def feasible_with(self, equalities: list[Constraint], inequalities: list[Constraint],
+                      budget: Budget | None = None) -> bool:
         """Is the projection, with these extra constraints on its variables, feasible?"""
         ineqs = [(dict(zip(self.names, co)), k) for co, k in self.rows.items()]
-        return feasible(list(equalities), ineqs + list(inequalities))
+        return feasible(list(equalities), ineqs + list(inequalities), budget)
 
 
 def project(equalities: list[Constraint], inequalities: list[Constraint],
-            keep: tuple[str, ...] | set[str]) -> Projection | None:
+            keep: tuple[str, ...] | set[str], budget: Budget | None = None
+            ) -> Projection | None:
     """Eliminate every variable not in ``keep``; None if the system has no integer solution.
 
     Equalities are used to eliminate variables outside ``keep`` first; those left only on kept
-    variables become pairs of inequalities.
+    variables become pairs of inequalities. ``budget``: charged per row built (see above).
     """
     names = sorted({v for co, _ in equalities for v in co} |
                    {v for co, _ in inequalities for v in co} | set(keep))
@@ -71,8 +78,10 @@ def project(equalities: list[Constraint], inequalities: list[Constraint],
         r[n] = k
         return r
 
+    spend = budget.spend if budget is not None else _free
     eqs = [row(co, k) for co, k in equalities]
     ineqs = [row(co, k) for co, k in inequalities]
+    spend((len(eqs) + len(ineqs)) * (n + 1))
     while eqs:
         eq = eqs.pop()
         g = 0
@@ -93,9 +102,10 @@ def project(equalities: list[Constraint], inequalities: list[Constraint],
         pivot = min(candidates, key=lambda i: abs(eq[i]))
         c = eq[pivot]
         sign = 1 if c > 0 else -1
+        spend((len(eqs) + len(ineqs)) * (n + 1))
         eqs = [_eliminate(r, eq, pivot, c, sign) for r in eqs]
         ineqs = [_eliminate(r, eq, pivot, c, sign) for r in ineqs]
-    system = _fourier_motzkin(ineqs, n, kept)
+    system = _fourier_motzkin(ineqs, n, kept, spend)
     if system is None:
         return None
     order = sorted(kept)
@@ -127,10 +137,15 @@ def _normalize(r: list[int], n: int) -> tuple[tuple[int, ...], int] | None | boo
     return tuple(c // g for c in coeffs), r[n] // g  # floor division: integer tightening
 
 
-def _fourier_motzkin(rows: list[list[int]], n: int, kept: set[int] = frozenset()
-                     ) -> dict[tuple[int, ...], int] | None:
+def _free(units: int) -> None:
+    """The charge of a run without a budget: nothing."""
+
+
+def _fourier_motzkin(rows: list[list[int]], n: int, kept: set[int] = frozenset(),
+                     spend=_free) -> dict[tuple[int, ...], int] | None:
     """Eliminate every variable outside ``kept``; None if infeasible. Past ``LIMIT`` rows the
-    remaining variables are dropped with the rows that mention them (a relaxation: sound)."""
+    remaining variables are dropped with the rows that mention them (a relaxation: sound).
+    ``spend(units)`` is charged for each elimination's rows before they are built."""
     system = _dedupe(rows, n)
     if system is None:
         return None
@@ -141,6 +156,7 @@ def _fourier_motzkin(rows: list[list[int]], n: int, kept: set[int] = frozenset()
             return system
         if len(system) > LIMIT:  # give up on precision: keep only rows free of the others
             return {co: k for co, k in system.items() if not any(co[i] for i in used)}
+        spend(len(system) * len(used))
         def cost(i: int) -> int:
             pos = sum(1 for co in system if co[i] > 0)
             neg = sum(1 for co in system if co[i] < 0)
@@ -155,6 +171,7 @@ def _fourier_motzkin(rows: list[list[int]], n: int, kept: set[int] = frozenset()
                 upper.append((co, k, c))
             else:
                 rest.append(list(co) + [k])
+        spend((len(lower) * len(upper) + len(rest)) * (n + 1))
         for co_l, k_l, c_l in lower:
             for co_u, k_u, c_u in upper:
                 # c_l*x + L >= 0 and c_u*x + U >= 0 (c_u < 0)  =>  (-c_u)*L + c_l*U >= 0

@@ -27,6 +27,7 @@ from ..affine import Affine
 from ..pretty import expression
 from ..scalars import PRIVATE, REDUCTION, ScalarInfo, reduction_family
 from .binding import BoundNest
+from .budget import NEST_UNITS, Budget
 from .dependence import STAR, PairResult, test_pair
 
 FLOW, ANTI, OUTPUT = "flow", "anti", "output"
@@ -195,6 +196,7 @@ def dependence_graph(access: AccessInfo, static: StaticDependences, bound: Bound
     edges: list[Edge] = list(static.scalar_edges)
     records: list[PairRecord] = list(static.proven)
     pairs = list(static.pairs) + _alias_pairs(access, bound)
+    budget = Budget(NEST_UNITS)  # the work all pairs may spend (analysis.budget)
     for key in pairs:
         s1, p1, s2, p2 = key
         a, b = bound.accesses[s1][p1], bound.accesses[s2][p2]
@@ -208,7 +210,7 @@ def dependence_graph(access: AccessInfo, static: StaticDependences, bound: Bound
             result = PairResult(((STAR,) * len(common),), (None,) * len(common),
                                 "arrays may overlap in memory")
         else:
-            result = test_pair(a, b, loops1, loops2, common, bound.loops, exact)
+            result = test_pair(a, b, loops1, loops2, common, bound.loops, exact, budget)
         if result.independent:
             records.append(PairRecord(first, second, f"independent ({result.test})", ()))
             continue
