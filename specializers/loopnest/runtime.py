@@ -164,7 +164,8 @@ class NestRunner(Specializer):
             compiled = compile_variant(backend, self.analysis, plan, types, signature,
                                        self.name, self.config.num_threads)
             run = compiled
-            if compiled.module.can_fail and (self.analysis.guarded or not compiled.in_order):
+            if compiled.module.can_fail and (self.analysis.guarded or not compiled.in_order and
+                                             (backend == "c" or self.config.exact_errors)):
                 redo = None if self.analysis.guarded else \
                     self._in_order(plan, types, signature)
                 run = exact_on_error(compiled, written_positions(self.analysis),

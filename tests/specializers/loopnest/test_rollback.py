@@ -1,6 +1,7 @@
 """rollback: after an exception, every backend leaves exactly what the original code leaves,
-whatever order its schedule runs the nest in (distributed or interchanged loops, OpenMP
-threads, the order checkers), and a nest inside ``try`` leaves Python's scalars."""
+whatever order its schedule runs the nest in (distributed or interchanged loops, the order
+checkers; OpenMP threads with ``exact_errors``), and a nest inside ``try`` leaves Python's
+scalars; without ``exact_errors`` OpenMP keeps its stated guarantee."""
 
 import copy
 import re
@@ -35,7 +36,7 @@ def outcome(call):
 
 def assert_leaves_what_python_leaves(Kernel, backend, make_args):
     got_args, want_args = make_args(), make_args()
-    kernel = Kernel(backend=backend, strict=True)
+    kernel = Kernel(backend=backend, strict=True, exact_errors=True)
     got = outcome(lambda: kernel.kernel(*got_args))
     want = outcome(lambda: Kernel().original_kernel(*want_args))
     assert got == want, (backend, got, want)
@@ -103,10 +104,14 @@ def test_a_nest_inside_try_leaves_pythons_scalars(backend):
 def test_no_copy_where_the_order_is_pythons_or_nothing_can_fail(backend):
     from specializers.loopnest.variants import CompiledVariant
 
-    kernel = DISTRIBUTED(backend=backend, strict=True)
+    kernel = DISTRIBUTED(backend=backend, strict=True, exact_errors=True)
     kernel.kernel(np.zeros(8), np.full(8, 9.0), 8)
     (run,) = kernel._asp_current.runners[0]._executors.values()
     assert not isinstance(run, CompiledVariant)  # reordered and can fail: wrapped
+    kernel = DISTRIBUTED(backend=backend, strict=True, exact_errors=False)
+    kernel.kernel(np.zeros(8), np.full(8, 9.0), 8)
+    (run,) = kernel._asp_current.runners[0]._executors.values()
+    assert isinstance(run, CompiledVariant) == (backend == "openmp")  # serial C: always
     Plain = kernel_class("""
 for i in range(n):
     A[i] = B[i] * 2.0
@@ -168,3 +173,30 @@ def test_a_failed_compiled_run_is_redone_by_serial_c_in_source_order(backend, mo
     got = assert_leaves_what_python_leaves(DISTRIBUTED, backend, make)
     assert got == ("error", ValueError)
     assert built == [(backend, False), ("c", True)]
+
+
+def test_openmp_without_exact_errors_keeps_its_stated_guarantee():
+    """The exception is one the nest raises; every element holds its value before the call or
+    the value Python computes for it."""
+    n = 100_000
+    B = np.full(n, 9.0)
+    B[[5, 40_000, 70_000]] = 1.0           # math.sqrt(B[i] - 5.0) fails at these i
+    got = (np.full(n, -1.0), B.copy(), n)
+    with pytest.raises(ValueError, match="math domain error"):
+        DISTRIBUTED(backend="openmp", strict=True).kernel(*got)
+    finished = (np.full(n, -1.0), np.where(B > 5, B, 9.0), n)
+    DISTRIBUTED().original_kernel(*finished)  # what each element is when nothing fails
+    for array, before, full in ((got[0], -1.0, finished[0]), (got[1], B, finished[1])):
+        assert np.all((array == before) | (array == full))
+
+
+def test_exact_errors_can_be_set_in_the_environment(monkeypatch):
+    monkeypatch.setenv("ASP_EXACT_ERRORS", "1")
+    kernel = DISTRIBUTED(backend="openmp", strict=True)
+    args = (np.zeros(8), np.array([9.0, 9, 9, 1, 9, 9, 9, 9]), 8)
+    with pytest.raises(ValueError):
+        kernel.kernel(*args)
+    want = (np.zeros(8), np.array([9.0, 9, 9, 1, 9, 9, 9, 9]), 8)
+    with pytest.raises(ValueError):
+        DISTRIBUTED().original_kernel(*want)
+    assert identical(args, want)

@@ -289,10 +289,22 @@ def test_serial_c_leaves_exactly_what_python_leaves_when_it_raises():
     assert identical(got, want)
 
 
-def test_openmp_leaves_exactly_what_python_leaves_when_it_raises():
-    got, want = np.full(50_000, -1.0), np.full(50_000, -1.0)
+def test_openmp_never_writes_the_failing_statements_value():
+    got = np.full(50_000, -1.0)
     with pytest.raises(ZeroDivisionError):
         STOPS(backend="openmp", strict=True).kernel(got, 50_000, 30_000)
+    assert got[30_000] == -1.0
+    written = got != -1.0
+    # every element written holds the value Python computes for it
+    full = np.array([(i + 1) // (i - 30_000) + 1.0 if i != 30_000 else -1.0
+                     for i in range(50_000)])
+    assert identical(got[written], full[written])
+
+
+def test_openmp_with_exact_errors_leaves_exactly_what_python_leaves_when_it_raises():
+    got, want = np.full(50_000, -1.0), np.full(50_000, -1.0)
+    with pytest.raises(ZeroDivisionError):
+        STOPS(backend="openmp", strict=True, exact_errors=True).kernel(got, 50_000, 30_000)
     with pytest.raises(ZeroDivisionError):
         STOPS().original_kernel(want, 50_000, 30_000)
     assert identical(got, want)
