@@ -8,7 +8,8 @@ Modules, each with one job:
 * ``backends``: C (codepy + cffi), nvcc, CUDA (pycuda), host emulation of CUDA launches
 * ``signature``: argument signatures; ``config``: settings from the environment
 * ``platform``: cores, CPU identity, compilers, OpenMP, GPUs; ``specializer``: dispatch and
-  fallback; ``dumps``: writing ``ASP_DUMP_DIR`` safely
+  fallback; ``dumps``: writing ``ASP_DUMP_DIR`` safely; ``lru``: bounded in-memory caches;
+  ``forking``: OpenMP and ``fork()``
 
 Importing the package does no work: nothing is compiled, probed or read until used.
 """

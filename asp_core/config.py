@@ -9,6 +9,7 @@
 | ``ASP_CFLAGS``      | optimization flags for C (default ``-O3 -march=native``)       |
 | ``ASP_CC``          | the C compiler (default ``$CC``, else ``gcc``)                   |
 | ``ASP_NUM_THREADS`` | threads for OpenMP variants (default ``OMP_NUM_THREADS``, else all cores) |
+| ``ASP_EXACT_ERRORS`` | ``1``: parallel variants too leave exactly Python's state when they raise |
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Config:
     cflags: tuple[str, ...] = DEFAULT_CFLAGS
     cc: str | None = None
     num_threads: int | None = None
+    exact_errors: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Config":
@@ -53,6 +55,7 @@ class Config:
             cflags=tuple(shlex.split(cflags)) if cflags is not None else DEFAULT_CFLAGS,
             cc=(env.get("ASP_CC", "").strip() or env.get("CC", "").strip() or None),
             num_threads=_positive_int(threads.split(",")[0]) if threads else None,
+            exact_errors=env.get("ASP_EXACT_ERRORS", "").strip().lower() in _TRUE,
         )
 
     def with_(self, **changes) -> "Config":

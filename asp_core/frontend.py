@@ -159,6 +159,67 @@ def _find_definition(module: ast.Module, func: types.FunctionType, want_lambda: 
     return None
 
 
+def ast_depth(tree: ast.AST) -> tuple[int, ast.AST]:
+    """The depth of the deepest node of ``tree`` (``tree`` itself: 1) and that node; counted
+    without recursion, so that it works on trees too deep for recursive passes (a sum of
+    2000 terms is a tree 2000 levels deep). Specializers refuse such trees before any
+    recursive pass (``UnsupportedConstruct``), rather than meet a ``RecursionError``."""
+    deepest, where = 1, tree   # ``where``: the deepest node with a position in the source
+    stack = [(tree, 1, tree)]
+    while stack:
+        node, depth, placed = stack.pop()
+        if hasattr(node, "lineno"):
+            placed = node
+        if depth > deepest:
+            deepest, where = depth, placed
+        stack.extend((child, depth + 1, placed) for child in ast.iter_child_nodes(node))
+    return deepest, where
+
+
+def copy_ast(tree: ast.AST) -> ast.AST:
+    """A deep copy of a Python AST, made without recursion (``copy.deepcopy`` recurses a few
+    frames per level and fails on deep expressions that Python itself compiles)."""
+    def shallow(node: ast.AST) -> ast.AST:
+        new = type(node).__new__(type(node))
+        new.__dict__.update(node.__dict__)
+        return new
+
+    root = shallow(tree)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, ast.AST):
+                child = shallow(value)
+                setattr(node, name, child)
+                stack.append(child)
+            elif isinstance(value, list):
+                items = [shallow(v) if isinstance(v, ast.AST) else v for v in value]
+                setattr(node, name, items)
+                stack.extend(v for v in items if isinstance(v, ast.AST))
+    return root
+
+
+def fix_missing_locations(tree: ast.AST) -> ast.AST:
+    """``ast.fix_missing_locations`` without recursion (the standard one recurses per level):
+    nodes without a position take their parent's."""
+    fields = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+    stack = [(tree, (1, 0, 1, 0))]
+    while stack:
+        node, inherited = stack.pop()
+        if "lineno" in node._attributes:
+            position = []
+            for name, default in zip(fields, inherited):
+                value = getattr(node, name, None)
+                if value is None:
+                    setattr(node, name, default)
+                    value = default
+                position.append(value)
+            inherited = tuple(position)
+        stack.extend((child, inherited) for child in ast.iter_child_nodes(node))
+    return tree
+
+
 def names_read(tree: ast.AST) -> set[str]:
     """Every name loaded anywhere in ``tree``."""
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}

@@ -19,6 +19,7 @@ backend, ``ASP_DISABLE_JIT=1`` runs everything as plain Python, and ``ASP_DUMP_D
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,16 @@ class _Failure:
     backend: str
     reason: str
     error: AspError
+    retry_at: float = float("inf")  # when to try the build again (a fault of the environment)
+
+    def stale(self) -> bool:
+        return self.retry_at != float("inf") and time.monotonic() >= self.retry_at
+
+
+#: How long a failure caused by the environment (``CacheError``: a cache folder deleted, not
+#: writable, replaced by a file) is remembered before the build is tried again: the fault may
+#: be repaired, and until then calls run as Python without paying a failed build each.
+RETRY_ENVIRONMENT_S = 2.0
 
 
 _WARNED: set[tuple[str, str]] = set()
@@ -173,13 +184,15 @@ class Specializer:
     def _variant(self, sig: Hashable, backend: str, args: Sequence[Any]) -> Variant | _Failure:
         key = (sig, backend)
         found = self._variants.recent.get(key)  # a hit: one dict lookup (see asp_core.lru)
-        if found is None:
+        if found is None or (type(found) is _Failure and found.stale()):
             found = self._variants.get(key)
-            if found is None:
+            if found is None or (type(found) is _Failure and found.stale()):
                 try:
                     found = self.build(backend, sig, args)
                 except FALLBACK_ERRORS as exc:
-                    found = _Failure(backend, describe(exc), exc)
+                    retry = time.monotonic() + RETRY_ENVIRONMENT_S \
+                        if isinstance(exc, CacheError) else float("inf")
+                    found = _Failure(backend, describe(exc), exc, retry)
                 self._variants.put(key, found)
         return found
 

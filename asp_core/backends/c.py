@@ -399,14 +399,19 @@ def compile_c(source: str, cdef: str, *, name: str = "module", openmp: bool = Fa
     key, build = _library_build(source, name, cdef, compiler, openmp, cache)
     entry = cache.entry(key, build)
     try:
-        return load_library(entry / f"{name}.so", cdef)
+        module = load_library(entry / f"{name}.so", cdef)
     except CacheError as exc:
         log.warning("rebuilding %s: %s", entry, exc)
-    entry = cache.replace(key, build)
-    try:
-        return load_library(entry / f"{name}.so", cdef)
-    except CacheError as exc:
-        raise CacheError(f"{exc} (also after rebuilding it)") from exc
+        entry = cache.replace(key, build)
+        try:
+            module = load_library(entry / f"{name}.so", cdef)
+        except CacheError as exc:
+            raise CacheError(f"{exc} (also after rebuilding it)") from exc
+    if openmp:  # a process that forks after running it must not leave its child hanging
+        from .. import forking
+
+        forking.watch_openmp()  # (after the load: it looks the OpenMP runtime up)
+    return module
 
 
 def clear_loaded() -> None:

@@ -62,6 +62,17 @@ def top_level_loops(body: list[ast.stmt]) -> list[ast.For]:
     return found
 
 
+def guarded_loops(body: list[ast.stmt]) -> frozenset[int]:
+    """Ids of the top-level ``for`` statements inside a ``try`` or ``with`` statement: code
+    that may go on after such a nest raises, and read what it left in scalars and arrays."""
+    found: set[int] = set()
+    for stmt in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(stmt, (ast.Try, ast.With) + ((ast.TryStar,) if hasattr(ast, "TryStar")
+                                                       else ())):
+            found.update(id(loop) for loop in top_level_loops(stmt.body))
+    return frozenset(found)
+
+
 def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
     """Names whose value a nest leaves may be read elsewhere in ``tree``: names loaded
     anywhere except within ``inside`` (a loop around the nest can bring earlier statements
@@ -69,24 +80,21 @@ def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
     always see that loop's own binding."""
     skip = {id(n) for n in ast.walk(inside)}
     found: set[str] = set()
-
-    def visit(node: ast.AST, rebound: frozenset[str]) -> None:
+    stack: list[tuple[ast.AST, frozenset[str]]] = [(tree, frozenset())]
+    while stack:  # no recursion: expressions may be deeper than Python's recursion limit
+        node, rebound = stack.pop()
         if id(node) in skip:
-            return
+            continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id not in rebound:
                 found.add(node.id)
-            return
+            continue
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            visit(node.iter, rebound)
+            stack.append((node.iter, rebound))
             inner = rebound | {node.target.id}
-            for child in node.body:
-                visit(child, inner)
-            for child in node.orelse:  # runs after the loop: the loop's last value
-                visit(child, rebound)
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child, rebound)
-
-    visit(tree, frozenset())
+            stack.extend((child, inner) for child in node.body)
+            # the else clause runs after the loop: it sees the loop's last value
+            stack.extend((child, rebound) for child in node.orelse)
+            continue
+        stack.extend((child, rebound) for child in ast.iter_child_nodes(node))
     return frozenset(found)

@@ -58,6 +58,8 @@ class _KernelState:
         config = config_module.current()
         if owner._asp_threads is not None:
             config = config.with_(num_threads=owner._asp_threads)
+        if owner._asp_exact_errors is not None:
+            config = config.with_(exact_errors=owner._asp_exact_errors)
         self.runners = [NestRunner(a, ctx, backend=owner._asp_backend, strict=owner._asp_strict,
                                    config=config)
                         for a in kernel_class.analysis.nests]
@@ -86,16 +88,20 @@ class LoopKernel:
     _asp_lock = threading.Lock()
 
     def __init__(self, *, backend: str | None = None, strict: bool = False,
-                 num_threads: int | None = None):
+                 num_threads: int | None = None, exact_errors: bool | None = None):
         """``backend``: force one ("python", "c", "openmp", or an order checker); default: the
         ``ASP_BACKEND`` setting, else the specializer's choice. ``strict``: raise instead of
         falling back to plain Python. ``num_threads``: threads of OpenMP variants; default:
-        ``ASP_NUM_THREADS``, else ``OMP_NUM_THREADS``, else OpenMP's own default."""
+        ``ASP_NUM_THREADS``, else ``OMP_NUM_THREADS``, else OpenMP's own default.
+        ``exact_errors``: OpenMP variants too leave exactly the arrays Python leaves when a nest
+        raises, at the cost of a copy of the arrays they write per call (serial C and the
+        Python backend always do); default: ``ASP_EXACT_ERRORS``, else off."""
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int, not {num_threads!r}")
         self._asp_backend = backend
         self._asp_strict = strict
         self._asp_threads = num_threads
+        self._asp_exact_errors = exact_errors
         self._asp_states: dict[Any, _KernelState] = {}  # kernel function -> state
         self._asp_current: _KernelState | None = None
 

@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from asp_core.errors import UnsupportedConstruct
+from asp_core.frontend import ast_depth
 from asp_core.lru import LRUCache
 
 from . import dast as d
 from .access import AccessInfo, access_info
 from .codegen.finals import computable
-from .frontend import KernelSource, kernel_source, names_read_outside
+from .frontend import KernelSource, guarded_loops, kernel_source, names_read_outside
 from .ifconvert import if_convert
 from .lowering import KernelContext, lower_nest
 from .names import NestNames, nest_names
@@ -56,6 +57,7 @@ class NestAnalysis:
     required: tuple[str, ...]  # outputs whose value on entry is read (must be bound)
     ranks: dict[str, int]      # number of subscripts each indexed array takes
     live: frozenset[str]       # names the kernel reads outside this nest
+    guarded: bool = False      # inside a try or with: the kernel may go on after it raises
 
     @functools.cached_property
     def live_loop_vars(self) -> tuple[str, ...]:
@@ -186,7 +188,8 @@ def analyse_kernel(func: Callable) -> KernelAnalysis:
     if found is not None and found.source.fa.func is func:
         return found
     source = kernel_source(func)
-    nests = tuple(analyse_nest(source.ctx, node, index)
+    guarded = guarded_loops(source.fa.tree.body)
+    nests = tuple(analyse_nest(source.ctx, node, index, id(node) in guarded)
                   for index, node in enumerate(source.nests))
     result = KernelAnalysis(source, nests)
     _KERNELS[id(func)] = result
@@ -197,7 +200,21 @@ def clear_cache() -> None:
     _KERNELS.clear()
 
 
-def analyse_nest(ctx: KernelContext, node: ast.For, index: int) -> NestAnalysis | RejectedNest:
+#: The deepest nest (loops, statements and expressions, as levels of Python's AST) the
+#: analyses take: they are recursive, a few frames per level, and stay well inside Python's
+#: default recursion limit (1000) up to here. A deeper nest runs as Python with the reason.
+MAX_AST_DEPTH = 160
+
+
+def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = False
+                 ) -> NestAnalysis | RejectedNest:
+    depth, deepest = ast_depth(node)
+    if depth > MAX_AST_DEPTH:
+        error = UnsupportedConstruct(
+            f"the nest is {depth} levels deep as a syntax tree (a very long expression?); "
+            f"the specializer takes up to {MAX_AST_DEPTH}", ctx.fa.location(deepest),
+            "deep expression")
+        return RejectedNest(index, node, error)
     try:
         nest = if_convert(lower_nest(ctx, node, index))
         names = nest_names(nest)
@@ -208,7 +225,8 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int) -> NestAnalysis 
     except UnsupportedConstruct as exc:
         return RejectedNest(index, node, exc)
     required = tuple(s for s in names.scalars if _read_on_entry(nest, s))
-    return NestAnalysis(index, node, nest, names, access, scalars, required, ranks, live)
+    return NestAnalysis(index, node, nest, names, access, scalars, required, ranks, live,
+                        guarded)
 
 
 def array_ranks(access: AccessInfo) -> dict[str, int]:

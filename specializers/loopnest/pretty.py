@@ -43,7 +43,8 @@ class PythonExpression(NodeVisitor):
         return self.name(node.name), _ATOM
 
     def visit_ArrayRef(self, node: d.ArrayRef):
-        return f"{self.name(node.array)}[{', '.join(self.text(i) for i in node.index)}]", _ATOM
+        index = ", ".join(self.text(i) for i in node.index) or "()"  # a 0-d array: A[()]
+        return f"{self.name(node.array)}[{index}]", _ATOM
 
     def visit_Shape(self, node: d.Shape):
         return f"{self.name(node.array)}.shape[{node.dim}]", _ATOM

@@ -22,10 +22,11 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import sys
 import types
 from typing import Any, Callable, Sequence
 
-from asp_core.frontend import FunctionAST
+from asp_core.frontend import FunctionAST, ast_depth, copy_ast, fix_missing_locations
 
 HOOKS = "__asp_nests"
 FALLBACK = "__asp_fallback"
@@ -52,7 +53,7 @@ def rewrite_kernel(fa: FunctionAST, nest_nodes: Sequence[ast.For],
                    outputs: Sequence[Sequence[str]], hooks: Sequence[Callable[[dict], Any]]
                    ) -> types.FunctionType:
     """The kernel with nest ``k`` calling ``hooks[k]`` and writing back ``outputs[k]``."""
-    tree = copy.deepcopy(fa.tree)
+    tree = copy_ast(fa.tree)
     originals = {id(n): i for i, n in enumerate(nest_nodes)}
     # deepcopy keeps structure: find the copies of the nest nodes by position.
     copies = _matching_nodes(fa.tree, tree, originals)
@@ -74,9 +75,9 @@ def rewrite_kernel(fa: FunctionAST, nest_nodes: Sequence[ast.For],
         fields["type_params"] = []
     maker = ast.FunctionDef(**fields)
     ast.copy_location(maker, tree)
-    module = ast.fix_missing_locations(ast.Module(body=[maker], type_ignores=[]))
+    module = fix_missing_locations(ast.Module(body=[maker], type_ignores=[]))
     namespace: dict[str, Any] = {}
-    exec(compile(module, fa.filename, "exec"), namespace)  # noqa: S102 - the user's own code
+    exec(compile_deep(module, fa.filename), namespace)  # noqa: S102 - the user's own code
     values = {HOOKS: tuple(hooks), FALLBACK: RUN_ORIGINAL, UNBOUND: NO_VALUE,
               LOCALS: builtins.locals}
     inner = namespace["__asp_make"](*[values.get(p) for p in params[:4]],
@@ -91,6 +92,22 @@ def rewrite_kernel(fa: FunctionAST, nest_nodes: Sequence[ast.For],
     result.__doc__ = func.__doc__
     result.__module__ = func.__module__
     return result
+
+
+def compile_deep(module: ast.Module, filename: str) -> types.CodeType:
+    """``compile`` of an AST, with room for its depth: CPython converts an AST object level
+    by level, counting each against the recursion limit, so a kernel with a 2000-term sum
+    (which Python compiles from its source) fails there at the default limit of 1000. The
+    conversion is C code with small frames; the limit is raised for it alone."""
+    depth, _ = ast_depth(module)
+    limit = sys.getrecursionlimit()
+    if depth + 200 <= limit:
+        return compile(module, filename, "exec")
+    sys.setrecursionlimit(depth + limit)
+    try:
+        return compile(module, filename, "exec")
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _matching_nodes(original: ast.AST, copied: ast.AST, wanted: dict[int, int]) -> dict[int, int]:

@@ -22,8 +22,9 @@ from asp_core.templates import render
 
 from .codegen.finals import UNCHANGED, finals_function
 from .codegen.openmp import wide_loops
-from .codegen.ranges import loop_ranges
+from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
 from .codegen.python import compile_python, python_source
+from .rollback import COMPILED_ERRORS, exact_on_error, in_source_order, written_positions
 from .safety import check_arrays
 from .schedule.tree import SLoop
 from .lowering import KernelContext
@@ -43,7 +44,7 @@ def _modes(plan) -> tuple:
     """What a compiled variant depends on beyond the schedule: how each subscript is used
     and the sign of each step."""
     modes = tuple(tuple(a.modes for a in accs) for _, accs in sorted(plan.bound.accesses.items()))
-    steps = tuple(sorted((lid, b.step > 0) for lid, b in plan.bound.loops.items()))
+    steps = tuple(sorted((lid, b.step > 0, b.wide) for lid, b in plan.bound.loops.items()))
     return modes, steps, plan.bound.key.aliases
 
 
@@ -81,8 +82,11 @@ class NestRunner(Specializer):
         from asp_core.platform import cpu_cores
 
         self._cores = cpu_cores()
+        self._ints: tuple[int, ...] = ()   # positions of the inputs that are not arrays
         if not isinstance(analysis, RejectedNest):
             self._gather = _make_gather(analysis, ctx)
+            self._ints = tuple(i for i, name in enumerate(analysis.names.inputs)
+                               if name not in analysis.names.arrays)
 
     # -- the hook ----------------------------------------------------------------------------
 
@@ -106,12 +110,20 @@ class NestRunner(Specializer):
     # -- Specializer hooks --------------------------------------------------------------------
 
     def signature(self, args: Sequence[Any]):
-        """Types of the inputs, and the binding of the values the analysis depends on."""
+        """Types of the inputs, and the binding of the values the analysis depends on (whose
+        plan is made here, so that a binding no variant can take falls back to Python)."""
         types = signature_of(args)
         if types not in self._checked.recent and types not in self._checked:
             check_arguments(self.analysis, types)
             self._checked.add(types)
+        for position in self._ints:
+            value = args[position]
+            if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+                raise UnsupportedArgument(
+                    f"'{self.analysis.names.inputs[position]}' is {value}, a Python int beyond "
+                    "the 64 bits compiled code holds it in")
         key = self.analysis.binder.key(args)
+        self.analysis.plan(key)
         self._key = key
         return types, key
 
@@ -138,8 +150,13 @@ class NestRunner(Specializer):
             run = self._executors.get(memo)
             if run is None:
                 seed = None if order == "reversed" else self.config_seed()
-                run = self._executors.put(memo, python_executor(analysis, plan.schedule,
-                                                                self.name, order, seed))
+                run = python_executor(analysis, plan.schedule, self.name, order, seed)
+                if order != "source" or analysis.guarded or \
+                        not in_source_order(plan.schedule, analysis.sequential):
+                    # Any Python operation may raise: leave Python's state when one does.
+                    run = exact_on_error(run, written_positions(analysis), (Exception,),
+                                         self.name)
+                self._executors.put(memo, run)
             self._dump_plan(plan)
             return Variant(backend, _recording(self, run, plan))
         return super().build(backend, signature, args)
@@ -157,8 +174,16 @@ class NestRunner(Specializer):
                 if backend == "openmp" else None)
         run = self._executors.get(memo)
         if run is None:
-            run = compile_variant(backend, self.analysis, plan, types, signature, self.name,
-                                  self.config.num_threads)
+            compiled = compile_variant(backend, self.analysis, plan, types, signature,
+                                       self.name, self.config.num_threads)
+            run = compiled
+            if compiled.module.can_fail and (self.analysis.guarded or not compiled.in_order and
+                                             (backend == "c" or self.config.exact_errors)):
+                redo = None if self.analysis.guarded else \
+                    self._in_order(plan, types, signature)
+                run = exact_on_error(compiled, written_positions(self.analysis),
+                                     COMPILED_ERRORS, self.name, redo)
+            run.module = compiled.module
             if backend == "openmp":  # a fork must not leave a child hanging in libgomp
                 forking.watch_openmp()
                 forking.on_unusable_child(self, NestRunner._forget_openmp)
@@ -175,6 +200,24 @@ class NestRunner(Specializer):
             del self._executors[memo]
         if self._forced == ("openmp",):
             self._forced = ("openmp", "c")
+
+    def _in_order(self, plan, types, signature):
+        """What reruns a call whose out-of-order variant failed (``rollback``): serial C of
+        the source-order schedule, built when first needed, which stops where Python stops
+        (as fast as the variant, where the original code would crawl to the error)."""
+        from .pipeline import Plan
+        from .variants import compile_variant
+
+        built = []
+
+        def redo(*inputs):
+            if not built:
+                sequential = Plan(plan.bound, plan.graph, self.analysis.sequential, plan.work)
+                built.append(compile_variant("c", self.analysis, sequential, types, signature,
+                                             self.name, 1))
+            return built[0](*inputs)
+
+        return redo
 
     def config_seed(self) -> int:
         import os

@@ -56,6 +56,16 @@ INT = Ty(np.dtype(np.int64), True)
 FLOAT = Ty(np.dtype(np.float64), True)
 BOOL = Ty(np.dtype(np.bool_), True)
 SUPPORTED_KINDS = "biuf"
+#: The dtypes compiled code holds (C has no half or quad floats of NumPy's layout).
+SUPPORTED_DTYPES = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float32, np.float64))
+
+
+def _supported(dtype: np.dtype, what: str) -> None:
+    if dtype not in SUPPORTED_DTYPES:
+        raise UnsupportedArgument(f"{what} of dtype {dtype.name} cannot be compiled (only bool, "
+                                  "integers up to 64 bits, float32 and float64)")
 
 _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
            "//": operator.floordiv, "%": operator.mod, "**": operator.pow}
@@ -72,8 +82,7 @@ def sample(ty: Ty, value=1):
 
 def type_of_value(value) -> Ty:
     if isinstance(value, np.generic):  # first: np.float64 is a subclass of float
-        if np.dtype(type(value)).kind not in SUPPORTED_KINDS:
-            raise UnsupportedArgument(f"a value of type {type(value).__name__} cannot be compiled")
+        _supported(np.dtype(type(value)), "a value")
         return Ty(np.dtype(type(value)))
     if isinstance(value, bool):
         return BOOL
@@ -88,8 +97,10 @@ def type_of_sig(sig) -> Ty:
     if isinstance(sig, ScalarSig):
         if sig.dtype.kind not in SUPPORTED_KINDS:
             raise UnsupportedArgument(f"scalars of type {sig} cannot be compiled")
+        _supported(sig.dtype, "a scalar")
         return Ty(sig.dtype, sig.weak)
     if isinstance(sig, ArraySig):
+        _supported(sig.dtype, "an array")
         return Ty(sig.dtype)
     raise UnsupportedArgument(f"{sig} is not a number")
 
@@ -191,7 +202,12 @@ def expr_types(expr: d.Expr, variables: dict[str, frozenset[Ty]], arrays: dict[s
     if isinstance(expr, d.ArrayRef):
         for index in expr.index:
             for ity in expr_types(index, variables, arrays):
-                if ity.kind not in "iub":
+                if ity.kind == "b":
+                    raise UnsupportedArgument(
+                        f"subscript {expression(index)} of {expr.array} is a {ity}: NumPy "
+                        "takes a bool subscript as a mask (every element, or none), not as "
+                        "the element 0 or 1")
+                if ity.kind not in "iu":
                     raise UnsupportedArgument(
                         f"subscript {expression(index)} of {expr.array} is a {ity}, not an "
                         "integer (Python raises IndexError)")

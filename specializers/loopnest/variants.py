@@ -3,9 +3,11 @@
 ``compile_variant`` generates the C (or OpenMP C) module of a plan for a call signature,
 builds it through ``asp_core.backends.c`` (cached on disk by its source, compiler and flags)
 and returns a ``CompiledVariant``: a callable taking the nest's inputs and returning the
-values it leaves in the kernel's scalars, as the plain-Python executor does. Before native code
-runs it raises the IndexError the iteration corners show (``safety``); after, it raises the
-Python exception the error record names.
+values it leaves in the kernel's scalars, as the plain-Python executor does. After native code
+ran it raises the Python exception the error record names. A variant that does not run the
+nest in source order first tries the iteration corners (``safety``): where they show an
+IndexError Python will raise, it raises it without running native code (``rollback`` then
+runs the call in source order, which raises it where Python does).
 
 The Python side of a call is one generated function (``templates/loopnest/python_call.py.mako``)
 that passes each array's buffer, extents and strides and each scalar.
@@ -44,20 +46,27 @@ def compile_variant(backend: str, analysis, plan, types, signature, title: str,
                     threads: int | None) -> "CompiledVariant":
     from asp_core.platform import cpu_cores
 
+    from .rollback import in_source_order
+
     module = generate(backend, analysis, plan, types, signature, title, threads or cpu_cores())
     loaded = compile_c(module.source, module.cdef, name="nest", openmp=module.openmp)
-    shapes = {name: signature[analysis.names.inputs.index(name)] for name in analysis.names.arrays}
-    return CompiledVariant(module, loaded, analysis, plan, threads or 0, shapes)
+    in_order = in_source_order(plan.schedule, analysis.sequential) and \
+        (backend == "c" or not plan.parallel)
+    return CompiledVariant(module, loaded, analysis, plan, threads or 0, in_order)
 
 
 class CompiledVariant:
-    def __init__(self, module: CModule, loaded, analysis, plan, threads: int, sigs: dict):
+    """A compiled nest, called with the nest's inputs. ``in_order``: it runs the statement
+    instances in Python's order, so an error stops it where Python stops."""
+
+    def __init__(self, module: CModule, loaded, analysis, plan, threads: int, in_order: bool):
         self.module = module
         self.analysis = analysis
         self.plan = plan
+        self.in_order = in_order
         names = analysis.names
         self._call = _call_function(module, loaded, threads)
-        self._index_error = _corner_check(analysis, plan)
+        self._index_error = None if in_order else _corner_check(analysis, plan)
         outputs = {o.name: o for o in module.outputs}
         self._outputs = [(i, outputs.get(name)) for i, name in enumerate(names.outputs)]
         self._first_output = len(names.inputs) - len(names.outputs)
@@ -69,7 +78,7 @@ class CompiledVariant:
     def __call__(self, *inputs: Any) -> tuple:
         if self._index_error is not None:
             error = self._index_error(inputs)
-            if error is not None:
+            if error is not None:  # before any native write (``rollback`` reruns the call)
                 raise error
         out = self._call(inputs)
         if out.err.code:

@@ -54,6 +54,13 @@ static inline bool asp_index_ok(asp_error *e, int32_t where, int64_t raw, int64_
     return true;
 }
 
+/* Iterations of range(lo, hi, step), for loops that come near the ends of int64 (the
+   binding's "wide" loops): unsigned arithmetic cannot overflow, as lo + k * step could. */
+static inline uint64_t asp_trip_count(int64_t lo, int64_t hi, int64_t step) {
+    if (step > 0) return hi > lo ? ((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)step + 1 : 0;
+    return lo > hi ? ((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)step) + 1 : 0;
+}
+
 /* ---- arithmetic between Python ints: exact, or an error beyond 64 bits ---- */
 static inline int64_t asp_add_py(asp_error *e, int64_t a, int64_t b) {
     int64_t r; if (ASP_UNLIKELY(__builtin_add_overflow(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;

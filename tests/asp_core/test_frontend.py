@@ -114,3 +114,34 @@ def test_equal_functions_in_two_files_keep_their_own_file(tmp_path):
     assert funcs[0][0].__code__ == funcs[1][0].__code__  # CPython's code equality
     for func, path in funcs:
         assert frontend.function_ast(func).filename == path
+
+
+# -- trees deeper than Python's recursion limit -------------------------------------------------
+
+def _deep_sum(terms: int) -> ast.Module:
+    return ast.parse("x = " + " + ".join(f"a{k}" for k in range(terms)))
+
+
+def test_ast_depth_counts_without_recursion_and_names_a_placed_node():
+    depth, where = frontend.ast_depth(_deep_sum(1500))
+    assert depth > 1500 and isinstance(where, ast.Name) and where.lineno == 1
+    assert frontend.ast_depth(ast.parse("x"))[0] == 4  # Module, Expr, Name, Load
+
+
+def test_copy_ast_copies_deep_trees_without_sharing_nodes():
+    tree = _deep_sum(1500)
+    copied = frontend.copy_ast(tree)
+    originals = {id(n) for n in ast.walk(tree)}
+    assert not any(id(n) in originals for n in ast.walk(copied))
+    assert [type(n) for n in ast.walk(copied)] == [type(n) for n in ast.walk(tree)]
+    assert ast.dump(frontend.copy_ast(ast.parse("y = f(a, *b)[1:2]"))) == \
+        ast.dump(ast.parse("y = f(a, *b)[1:2]"))
+
+
+def test_fix_missing_locations_without_recursion():
+    tree = _deep_sum(1500)
+    new = ast.Expr(ast.Call(ast.Name("g", ast.Load()), [], []))
+    tree.body.append(new)
+    frontend.fix_missing_locations(tree)
+    assert new.lineno == 1 and new.value.func.lineno == 1
+    compile(ast.parse("x = 1"), "<t>", "exec")

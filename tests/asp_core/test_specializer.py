@@ -143,3 +143,30 @@ def test_forget_backend_drops_only_that_backend(monkeypatch):
     spec.forget_backend("fast")
     run(spec, 1)
     assert [b for b, _ in spec.builds] == ["fast", "slower", "fast"]
+
+
+def test_a_fault_of_the_environment_is_retried_after_a_while(monkeypatch):
+    """A CacheError (the cache folder deleted, not writable ...) may be repaired: the same
+    specializer builds again once RETRY_ENVIRONMENT_S has passed, not at every call."""
+    from asp_core import specializer as sp
+    from asp_core.errors import CacheError
+
+    clock = [100.0]
+    monkeypatch.setattr(sp.time, "monotonic", lambda: clock[0])
+    builds = []
+
+    class Flaky(sp.Specializer):
+        backends = ("c",)
+
+        def build(self, backend, signature, args):
+            builds.append(backend)
+            if len(builds) == 1:
+                raise CacheError("the cache folder /x cannot be used")
+            return sp.Variant("c", lambda *a: "compiled")
+
+    flaky = Flaky(lambda x: "python")
+    with pytest.warns(sp.FallbackWarning, match="cannot be used"):
+        assert flaky(1) == "python"
+    assert flaky(1) == "python" and builds == ["c"]      # remembered for a while
+    clock[0] += sp.RETRY_ENVIRONMENT_S
+    assert flaky(1) == "compiled" and builds == ["c", "c"]

@@ -12,6 +12,14 @@ largest ``t`` over all instances (``t_max``) and, as an affine form of the enclo
 would wrap (always negative: ``A[-1 - i]``) gets the array's extent added; one whose sign may
 change, or that may fall out of range, is marked unknown (``None``), which every test treats
 as "may touch anything".
+
+Compiled code computes bounds and affine subscripts in int64 arithmetic that wraps (the C
+compiler's ``-fwrapv``). Sums and products wrapped modulo 2**64 still give the exact value
+wherever the exact value is an int64, so the binding refuses (``UnsupportedArgument``: the nest
+runs as Python) any call where an invariant, a loop's start, stop or step, an affine
+subscript, or an operand of ``//`` or ``%`` in an invariant may leave int64. Loops whose
+values come near the ends of int64 (``wide``: beyond +-2**61) are compiled with a trip count
+and an iteration counter instead of stepping the loop variable past its stop.
 """
 
 from __future__ import annotations
@@ -31,6 +39,12 @@ from ..names import NestNames
 from ..pretty import PythonExpression
 
 _IDS = itertools.count()
+
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+#: Loops whose start, stop and step all lie within +-WIDE step their variable directly in C
+#: (``v += step`` and OpenMP's own trip count, ``(stop - start + step - 1) / step``, cannot
+#: overflow); others are compiled with an unsigned trip count and counter (``BoundLoop.wide``).
+WIDE = 2**61
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,7 @@ class BoundLoop:
     t_max: int        # the largest t of any instance; -1 if the loop never runs
     v_low: int        # the loop variable's smallest and largest value (over-approximated)
     v_high: int
+    wide: bool = False  # bounds or step beyond +-WIDE: compiled with a trip count (see WIDE)
 
     @property
     def triangular(self) -> bool:
@@ -126,8 +141,14 @@ class Binder:
         printer = PythonExpression(name=identifier)
         fname = f"atoms_{next(_IDS)}"
         params = ", ".join(identifier(n) for n in names.inputs)
-        body = ", ".join(printer.text(a) for a in self.atoms)
-        source = f"def {fname}({params}):\n    return ({body}{',' if self.atoms else ''})\n"
+        # The atoms, then every operand of // and % inside them: compiled code recomputes an
+        # atom in wrapping int64 arithmetic, exact only if these values are int64 too.
+        self.checkpoints = tuple(operand for atom in self.atoms for node in atom.walk()
+                                 if isinstance(node, d.BinOp) and node.op in ("//", "%")
+                                 for operand in (node.left, node.right))
+        values = self.atoms + self.checkpoints
+        body = ", ".join(printer.text(a) for a in values)
+        source = f"def {fname}({params}):\n    return ({body}{',' if values else ''})\n"
         namespace: dict[str, Any] = {}
         exec(compile(source, f"<asp binding {fname}>", "exec"), namespace)  # noqa: S102
         self._evaluate = namespace[fname]
@@ -139,7 +160,7 @@ class Binder:
         except Exception as exc:  # what Python itself would raise; the original code reports it
             raise UnsupportedArgument(f"a loop bound or subscript cannot be evaluated before "
                                       f"the nest runs ({type(exc).__name__}: {exc})") from None
-        for atom, value in zip(self.atoms, values):
+        for atom, value in zip(self.atoms + self.checkpoints, values):
             if type(value) is not int:
                 if isinstance(value, np.integer) or (isinstance(value, int)):
                     values = tuple(int(v) for v in values)
@@ -148,6 +169,9 @@ class Binder:
 
                 raise UnsupportedArgument(f"'{expression(atom)}' is {value!r}, not an integer; "
                                           "loop bounds and subscripts must be integers")
+        if values and not INT64_MIN <= min(values) <= max(values) <= INT64_MAX:
+            _beyond_int64(self.atoms + self.checkpoints, values)
+        values = values[:len(self.atoms)]
         arrays = [inputs[i] for i in self.array_positions]
         shapes = tuple([a.shape for a in arrays])
         return BindingKey(values, shapes, self._aliases(arrays) if self.written else ())
@@ -163,6 +187,24 @@ class Binder:
                     found = found or set()
                     found.add((min(w, j), max(w, j), _same_view(target, other)))
         return tuple(sorted(found)) if found else ()
+
+
+def _beyond_int64(exprs: Sequence[d.Expr], values: Sequence[int]) -> None:
+    from ..pretty import expression
+
+    for expr, value in zip(exprs, values):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise UnsupportedArgument(
+                f"'{expression(expr)}' is {value}, beyond the 64-bit integers compiled code "
+                "computes loop bounds and subscripts with")
+
+
+def _fits(what: str, *values: int) -> None:
+    """Refuse the binding if any of ``values`` (the extremes of ``what``) leaves int64."""
+    for value in values:
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise UnsupportedArgument(
+                f"{what} reaches {value}, beyond the 64-bit integers compiled code counts with")
 
 
 def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
@@ -197,12 +239,16 @@ def bind_nest(names: NestNames, access: AccessInfo, atoms: tuple[d.Expr, ...],
                                     extent, t_max, 0, 0)
         v_lo, v_hi = _range(vform, loops)
         stop_lo, stop_hi = _range(stop, loops)
+        start_lo, start_hi = _range(start, loops)
+        limits = (start_lo, start_hi, stop_lo, stop_hi, step)
+        _fits(f"the range of loop '{info.var}'", *limits)
         if step > 0:
             v_hi = min(v_hi, stop_hi - 1)   # v < stop
         else:
             v_lo = max(v_lo, stop_lo + 1)   # v > stop
+        wide = not all(-WIDE <= x <= WIDE for x in limits)
         loops[info.lid] = BoundLoop(info.lid, info.depth, info.parent, info.var, step, start,
-                                    extent, t_max, v_lo, v_hi)
+                                    extent, t_max, v_lo, v_hi, wide)
     canonical, overlapping = _canonical_arrays(names.arrays, key.aliases)
     shapes = dict(zip(names.arrays, key.shapes))
     accesses: dict[int, tuple[BoundAccess, ...]] = {}
@@ -221,6 +267,8 @@ def bind_nest(names: NestNames, access: AccessInfo, atoms: tuple[d.Expr, ...],
                 raw.append(tf)
                 lo, hi = _range(tf, loops)
                 v_lo, v_hi = _v_range(form, values, scope, loops)
+                if _runs(st.loops, loops):
+                    _fits(f"subscript {k} of '{acc.array}'", max(lo, v_lo), min(hi, v_hi))
                 dim, mode = _wrap(tf, shapes[acc.array], k, max(lo, v_lo), min(hi, v_hi))
                 dims.append(dim)
                 modes.append(mode)
@@ -228,6 +276,10 @@ def bind_nest(names: NestNames, access: AccessInfo, atoms: tuple[d.Expr, ...],
                                    acc.write, tuple(modes), tuple(raw)))
         accesses[st.sid] = tuple(out)
     return BoundNest(key, loops, accesses, canonical, overlapping)
+
+
+def _runs(chain: Sequence[int], loops: dict[int, BoundLoop]) -> bool:
+    return all(loops[lid].t_max >= 0 for lid in chain)
 
 
 def _to_tform(form: Affine, values: dict, scope: dict[str, int], vforms: dict[int, TForm]) -> TForm:

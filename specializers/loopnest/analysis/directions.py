@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from .budget import PREFIX_UNITS
-from .tests import EQ, _pair_range
+from .tests import EQ, pair_range
 
 STAR = "*"
 
@@ -87,8 +87,8 @@ def _equation_bounds(fv: Mapping[int, int], gv: Mapping[int, int], t_max: Mappin
     empty = False
     for loop in set(fv) | set(gv):
         u = t_max[loop]
-        ra = _pair_range(fv[loop], 0, u, STAR) if loop in fv else (0, 0)
-        rb = _pair_range(0, gv[loop], u, STAR) if loop in gv else (0, 0)
+        ra = pair_range(fv[loop], 0, u, STAR) if loop in fv else (0, 0)
+        rb = pair_range(0, gv[loop], u, STAR) if loop in gv else (0, 0)
         if ra is None or rb is None:
             empty = True
             continue
@@ -103,7 +103,7 @@ def _equation_bounds(fv: Mapping[int, int], gv: Mapping[int, int], t_max: Mappin
         flo, fhi = free_of[loop]
         deltas[loop] = {}
         for direction in ("<", "=", ">"):
-            r = _pair_range(a, b, u, direction)
+            r = pair_range(a, b, u, direction)
             deltas[loop][direction] = None if r is None else (r[0] - flo, r[1] - fhi)
     return (None if empty else (lo, hi)), deltas
 

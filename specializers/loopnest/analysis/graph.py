@@ -6,10 +6,17 @@ Staged, after ALPyNA's partial evaluation cache:
 * ``static_dependences`` runs once per nest: the scalar dependences (from the scalar
   classification: private scalars carry nothing across the loops they are private to, and
   reduction updates are marked as such), the list of array reference pairs to test, and the
-  pairs already proven independent whatever the run-time values (ZIV or GCD on subscripts
+  pairs proven independent before any value is known (ZIV or GCD on a subscript position
   without symbols);
 * ``dependence_graph`` runs once per binding: it tests the remaining pairs on the bound nest
   and assembles the graph.
+
+A static verdict compares subscripts as written, but Python wraps negative indices: ``A[-1]``
+and ``A[7]`` are one element of an 8-element axis, and ``A[2*i - 1]`` reaches ``A[n - 1]``.
+So a static verdict is *conditional*: it holds for a binding only where both subscripts of
+its deciding position are used unchanged (both ``direct``) or both shifted by the same extent
+(both ``shifted``, see ``binding``); otherwise the pair is tested again on the bound forms,
+where wrap-around has been applied (or the position is unknown).
 
 Edges are oriented from the statement instance that runs first. ``level`` is the position (1 =
 outermost) of the common loop that carries the dependence, or None for a loop-independent one.
@@ -26,7 +33,7 @@ from ..access import AccessInfo
 from ..affine import Affine
 from ..pretty import expression
 from ..scalars import PRIVATE, REDUCTION, ScalarInfo, reduction_family
-from .binding import BoundNest
+from .binding import DIRECT, SHIFTED, BoundNest
 from .budget import NEST_UNITS, Budget
 from .dependence import STAR, PairResult, test_pair
 
@@ -68,10 +75,21 @@ class DependenceGraph(Node):
 
 
 @dataclass(frozen=True)
+class StaticVerdict:
+    """A pair proven independent by one subscript position, as written: it holds for a
+    binding where that position of both references is used without wrap-around, or with the
+    same shift (see the module docstring)."""
+
+    pair: tuple[int, int, int, int]    # (sid1, pos1, sid2, pos2)
+    dim: int                           # the deciding subscript position
+    record: PairRecord
+
+
+@dataclass(frozen=True)
 class StaticDependences:
     scalar_edges: tuple[Edge, ...]
     pairs: tuple[tuple[int, int, int, int], ...]   # (sid1, pos1, sid2, pos2) to test per binding
-    proven: tuple[PairRecord, ...]                 # pairs independent whatever binds
+    proven: tuple[StaticVerdict, ...]              # pairs independent unless indices wrap
     descriptions: dict[tuple[int, int], str]      # (sid, position) -> "S1 writes A[i, j]"
     common: dict[tuple[int, int], tuple[int, ...]]  # (sid1, sid2) -> common loops
 
@@ -108,8 +126,10 @@ def static_dependences(access: AccessInfo, scalars: ScalarInfo, statements) -> S
             key = (s1, p1, s2, p2)
             verdict = _static_verdict(a1.subscripts, a2.subscripts)
             if verdict:
-                proven.append(PairRecord(descriptions[s1, p1], descriptions[s2, p2],
-                                         f"independent ({verdict}, decided once)", ()))
+                test, dim = verdict
+                proven.append(StaticVerdict(key, dim, PairRecord(
+                    descriptions[s1, p1], descriptions[s2, p2],
+                    f"independent ({test}, decided once)", ())))
             else:
                 pairs.append(key)
     common = {(a.sid, b.sid): common_loops(a.loops, b.loops)
@@ -118,22 +138,33 @@ def static_dependences(access: AccessInfo, scalars: ScalarInfo, statements) -> S
                              tuple(proven), descriptions, common)
 
 
-def _static_verdict(f: tuple[Affine | None, ...], g: tuple[Affine | None, ...]) -> str | None:
-    """Independence that holds for every binding (no symbols involved), else None."""
-    for a, b in zip(f, g):
+def _static_verdict(f: tuple[Affine | None, ...], g: tuple[Affine | None, ...]
+                    ) -> tuple[str, int] | None:
+    """Independence of the subscripts as written (no symbols involved): the test and the
+    deciding position, else None. Valid only where neither index wraps differently."""
+    for dim, (a, b) in enumerate(zip(f, g)):
         if a is None or b is None or a.atoms() or b.atoms():
             continue
         if not a.terms and not b.terms:
             if a.const.constant != b.const.constant:
-                return "ZIV"
+                return "ZIV", dim
             continue
         coeffs = [t.coeff.constant for t in a.terms] + [t.coeff.constant for t in b.terms]
         g_ = 0
         for c in coeffs:
             g_ = gcd(g_, c)
         if g_ and (b.const.constant - a.const.constant) % g_:
-            return "GCD"
+            return "GCD", dim
     return None
+
+
+def holds(verdict: StaticVerdict, bound: BoundNest) -> bool:
+    """Whether a static verdict holds for ``bound``: its deciding position of both references
+    is used as written (``direct``), or both are shifted by the one extent (``shifted``)."""
+    s1, p1, s2, p2 = verdict.pair
+    first = bound.accesses[s1][p1].modes[verdict.dim]
+    second = bound.accesses[s2][p2].modes[verdict.dim]
+    return first == second and first in (DIRECT, SHIFTED)
 
 
 def scalar_edges(access: AccessInfo, scalars: ScalarInfo, statements) -> tuple[Edge, ...]:
@@ -194,8 +225,14 @@ def _scalar_pair_edges(name: str, x, y, scalars: ScalarInfo, statements,
 def dependence_graph(access: AccessInfo, static: StaticDependences, bound: BoundNest,
                      exact: bool = True) -> DependenceGraph:
     edges: list[Edge] = list(static.scalar_edges)
-    records: list[PairRecord] = list(static.proven)
-    pairs = list(static.pairs) + _alias_pairs(access, bound)
+    records: list[PairRecord] = []
+    pairs = list(static.pairs)
+    for verdict in static.proven:
+        if holds(verdict, bound):
+            records.append(verdict.record)
+        else:  # an index wraps (or may): test again on the bound forms
+            pairs.append(verdict.pair)
+    pairs += _alias_pairs(access, bound)
     budget = Budget(NEST_UNITS)  # the work all pairs may spend (analysis.budget)
     for key in pairs:
         s1, p1, s2, p2 = key

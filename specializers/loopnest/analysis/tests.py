@@ -129,7 +129,7 @@ def gcd_test(coefficients: Iterable[int], constant: int) -> bool:
     return constant % g == 0
 
 
-def _pair_range(a: int, b: int, t_max: int, direction: str) -> tuple[int, int] | None:
+def pair_range(a: int, b: int, t_max: int, direction: str) -> tuple[int, int] | None:
     """Min and max of ``a*x - b*y`` over the region of (x, y) = (t, t') allowed by
     ``direction`` with ``0 <= x, y <= t_max``; None if the region is empty."""
     u = t_max
@@ -172,12 +172,12 @@ def banerjee_test(f: Mapping[int, int], g: Mapping[int, int], constant: int,
         a, b = f.get(loop, 0), g.get(loop, 0)
         u = t_max[loop]
         if loop in directions:
-            r = _pair_range(a, b, u, directions[loop])
+            r = pair_range(a, b, u, directions[loop])
             if r is None:
                 return False
         else:
-            ra = _pair_range(a, 0, u, "*") if loop in f else (0, 0)
-            rb = _pair_range(0, b, u, "*") if loop in g else (0, 0)
+            ra = pair_range(a, 0, u, "*") if loop in f else (0, 0)
+            rb = pair_range(0, b, u, "*") if loop in g else (0, 0)
             if ra is None or rb is None:
                 return False
             r = (ra[0] + rb[0], ra[1] + rb[1])

@@ -7,6 +7,10 @@ is a dependence from the earlier instance to the later, with the direction vecto
 their iteration vectors over the common loops (``<`` where the earlier instance's iteration
 comes first in that loop's order). The result is exact for that binding: the analysis must
 report each of these (soundness), and should report few others (precision).
+
+Elements are told apart by their address in memory, after Python's wrap-around of negative
+indices: ``A[-1]`` and ``A[n - 1]`` are one element, and so are ``A[i]`` and ``B[i]`` when
+one array is passed as both ``A`` and ``B``.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ def exact_dependences(analysis: NestAnalysis, values: dict[str, Any]) -> set[Ora
     """Every dependence of the nest when run with ``values`` (names -> values)."""
     from ..pretty import PythonExpression
 
-    events: dict[tuple, list] = {}   # (array, index) -> [(time, sid, write, iteration)]
+    events: dict[tuple, list] = {}   # element -> [(time, sid, write, iteration, array name)]
     clock = [0]
     printer = PythonExpression(name=lambda n: f"env[{n!r}]")
     compiled: dict[int, Any] = {}
@@ -56,17 +60,17 @@ def exact_dependences(analysis: NestAnalysis, values: dict[str, Any]) -> set[Ora
         for acc in info.accesses:  # reads first, then the write
             index = tuple(evaluate(i, env) for i in acc.index)
             clock[0] += 1
-            events.setdefault((acc.array, index), []).append(
-                (clock[0], stmt.sid, acc.write, dict(iteration)))
+            events.setdefault(element(env[acc.array], acc.array, index), []).append(
+                (clock[0], stmt.sid, acc.write, dict(iteration), acc.array))
 
     run(analysis.nest.loop, dict(values), {})
     found: set[tuple] = set()
     stmt_loops = {st.sid: st.loops for st in analysis.access.statements}
     common_of = {(a, b): common_loops(stmt_loops[a], stmt_loops[b])
                  for a in stmt_loops for b in stmt_loops}
-    for (array, _), accesses in events.items():
-        for a_pos, (_, s1, w1, it1) in enumerate(accesses):
-            for _, s2, w2, it2 in accesses[a_pos + 1:]:
+    for accesses in events.values():
+        for a_pos, (_, s1, w1, it1, array) in enumerate(accesses):
+            for _, s2, w2, it2, _ in accesses[a_pos + 1:]:
                 if not (w1 or w2):
                     continue
                 vector = tuple("<" if it1[l] < it2[l] else ">" if it1[l] > it2[l] else "="
@@ -77,17 +81,36 @@ def exact_dependences(analysis: NestAnalysis, values: dict[str, Any]) -> set[Ora
     return {OracleDependence(*dep) for dep in found}
 
 
+def element(array: Any, name: str, index: tuple[int, ...]) -> tuple:
+    """The identity of ``array[index]``: its address, where ``array`` is a NumPy array (an
+    index Python would reject is an error of the nest under test, not the oracle's)."""
+    import numpy as np
+
+    if not isinstance(array, np.ndarray):
+        return (name, index)
+    address = array.__array_interface__["data"][0]
+    for k, (i, n) in enumerate(zip(index, array.shape)):
+        if not -n <= i < n:
+            raise IndexError(f"{name}{list(index)} is out of range for shape {array.shape}")
+        address += (i % n) * array.strides[k]
+    return ("memory", address)
+
+
 def covers(edge_vector: tuple[str, ...], vector: tuple[str, ...]) -> bool:
     return all(e == "*" or e == v for e, v in zip(edge_vector, vector))
 
 
-def missed(oracle: set[OracleDependence], edges) -> list[OracleDependence]:
-    """Oracle dependences no analysis edge accounts for (must be empty)."""
+def missed(oracle: set[OracleDependence], edges, canonical: dict[str, str] | None = None
+           ) -> list[OracleDependence]:
+    """Oracle dependences no analysis edge accounts for (must be empty). ``canonical`` maps
+    array names to one name per array in memory (``BoundNest.canonical``): an edge on ``A``
+    accounts for a dependence the oracle saw on ``B`` when the call passed one array as both."""
+    same = canonical or {}
     out = []
     for dep in oracle:
         loop_independent = all(x == "=" for x in dep.vector)
         ok = any(e.source == dep.source and e.sink == dep.sink and e.kind == dep.kind
-                 and e.variable == dep.variable
+                 and same.get(e.variable, e.variable) == same.get(dep.variable, dep.variable)
                  and ((e.level is None) if loop_independent else
                       (e.level is not None and covers(e.vector, dep.vector)))
                  for e in edges)

@@ -6,6 +6,12 @@ coefficients and offsets are *arguments* (so they are symbols until the call bin
 triangular bounds and negative steps. Offsets are chosen so every subscript stays in range:
 differences between the analysis and the oracle are never accidents of Python's IndexError.
 Uses ``random.Random`` only, so benchmarks can use it without hypothesis.
+
+``random_nest(seed, wrapped=True)`` spells subscripts the ways Python's wrap-around allows,
+mixed within one nest: as they are, shifted by the extent so that every instance is negative
+(``A[i - 64]`` is ``A[i]``, ``A[-1]`` is ``A[63]``), or shifted so that some instances are
+negative and some not; constant subscripts sit near either end of the axis, so ``A[-1]`` meets
+``A[63]``; and now and then one array is passed for two parameters (``same``).
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ class RandomNest:
     source: str
     args: dict[str, int]   # the symbolic coefficients and offsets, bound at the call
     arrays: tuple[tuple[str, int], ...]  # (name, number of dimensions)
+    same: tuple[tuple[str, str], ...] = ()  # (name, other): the call passes one array for both
 
 
-def random_nest(seed: int) -> RandomNest:
-    rng = random.Random(seed)
+def random_nest(seed: int, wrapped: bool = False) -> RandomNest:
+    rng = random.Random(seed * 2 + 1 if wrapped else seed)
     depth = rng.randint(2, 4)
     names = ["A", "B", "C"][: rng.randint(1, 3)]
     ndims = {name: rng.randint(1, 2) for name in names}
@@ -40,7 +47,7 @@ def random_nest(seed: int) -> RandomNest:
 
     def subscript(in_scope: list[str]) -> str:
         used = rng.sample(in_scope, k=min(len(in_scope), rng.randint(0, 2)))
-        terms, low = [], 0
+        terms, low, high = [], 0, 0
         for var in used:
             coeff = rng.choice([-2, -1, 1, 1, 1, 2])
             if rng.random() < 0.5:
@@ -48,9 +55,29 @@ def random_nest(seed: int) -> RandomNest:
             else:
                 terms.append(f"{coeff} * {var}" if coeff != 1 else var)
             low += min(coeff, 0) * (N - 1)
+            high += max(coeff, 0) * (N - 1)
         offset = -low + rng.randint(0, 3)
-        terms.append(symbol("o", offset) if rng.random() < 0.6 else str(offset))
+        if wrapped:
+            offset = wrap_offset(offset, offset + low, offset + high)
+        if rng.random() < 0.6:
+            terms.append(symbol("o", offset))
+        elif terms:
+            terms.append(f"{offset}" if offset >= 0 else f"({offset})")
+        else:
+            return str(offset)
         return " + ".join(terms)
+
+    def wrap_offset(offset: int, low: int, high: int) -> int:
+        """The offset of another spelling of a subscript whose values are [low, high]."""
+        if low == high and rng.random() < 0.5:   # a constant near the end of the axis
+            offset += SIZE - 1 - high
+            low = high = SIZE - 1
+        spelling = rng.random()
+        if spelling < 0.4:
+            return offset                        # as it is
+        if spelling < 0.7 or low == high:
+            return offset - SIZE                 # every instance negative: wraps to itself
+        return offset - rng.randint(low + 1, high)  # some instances negative, some not
 
     def reference(name: str, in_scope: list[str]) -> str:
         return f"{name}[{', '.join(subscript(in_scope) for _ in range(ndims[name]))}]"
@@ -98,11 +125,20 @@ def random_nest(seed: int) -> RandomNest:
               "class Kernel(LoopKernel):\n"
               f"    def kernel(self, {params}):\n" + "\n".join(lines) + "\n")
     args["N"] = N
-    return RandomNest(source, args, tuple((name, ndims[name]) for name in names))
+    same = ()
+    if wrapped and len(names) > 1 and rng.random() < 0.3:
+        first, second = rng.sample(names, 2)
+        if ndims[first] == ndims[second]:
+            same = ((second, first),)
+    return RandomNest(source, args, tuple((name, ndims[name]) for name in names), same)
 
 
 def make_arrays(nest: RandomNest, seed: int = 0):
+    """The nest's arrays, by parameter name (one array object for the names in ``same``)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    return {name: rng.random((SIZE,) * nd) for name, nd in nest.arrays}
+    arrays = {name: rng.random((SIZE,) * nd) for name, nd in nest.arrays}
+    for name, other in nest.same:
+        arrays[name] = arrays[other]
+    return arrays

@@ -82,6 +82,7 @@ class CModule:
     outputs: tuple[Output, ...]
     error_sites: tuple[ErrorSite, ...]
     openmp: bool
+    can_fail: bool = True      # the code has an error path (a check that may raise)
 
 
 class CModuleBuilder:
@@ -124,7 +125,8 @@ class CModuleBuilder:
     def key_parts(self) -> tuple:
         """Everything the generated code depends on."""
         modes = tuple(tuple(a.modes for a in accs) for _, accs in sorted(self.plan.bound.accesses.items()))
-        steps = tuple(sorted((lid, 1 if b.step > 0 else -1) for lid, b in self.plan.bound.loops.items()))
+        steps = tuple(sorted((lid, 1 if b.step > 0 else -1, b.wide)
+                             for lid, b in self.plan.bound.loops.items()))
         sig = tuple(str(s) for s in self.signature)
         return (self.analysis.nest, self.plan.schedule, sig, modes, steps,
                 tuple(sorted(self.aliased)), tuple(self.analysis.live_loop_vars),
@@ -164,7 +166,8 @@ class CModuleBuilder:
         ident = c_identifier(ref.array)
         decls, checks, indices = [], [], []
         for k, (expr, mode) in enumerate(zip(ref.index, access.modes)):
-            raw = printer.integer(expr)
+            affine = access.raw[k] is not None if access.raw else False
+            raw = printer.integer(expr) if affine else printer.subscript(expr)
             if mode == DIRECT:
                 indices.append(raw)
             elif mode == SHIFTED:
@@ -308,8 +311,9 @@ class CModuleBuilder:
                         stops=self.stops, epilogue=epilogue,
                         simd_functions=sorted(self.expr.simd_functions))
         cdef = self.cdef(entry, out_type, params, fields)
+        can_fail = any("asp_err" in text for text in emitter.lines)
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
-                       tuple(self.error_sites), self.variant == "openmp")
+                       tuple(self.error_sites), self.variant == "openmp", can_fail)
 
     @staticmethod
     def cdef(entry: str, out_type: str, params: list[str], fields: list[str]) -> str:
@@ -349,15 +353,12 @@ class CEmitter:
         if loop.predicate:
             self.line(f"if ({c_identifier(loop.predicate)}) {{")
             self.depth += 1
-        start, stop, step, cmp = self.bounds(loop)
         self.line("{")
         self.depth += 1
-        self.line(f"const int64_t asp_lo_{var} = {start}, asp_hi_{var} = {stop}, "
-                  f"asp_step_{var} = {step};")
+        self.hoist(loop)
         for pragma in self.pragmas(loop, node):
             self.line(pragma)
-        self.line(f"for (int64_t {var} = asp_lo_{var}; {var} {cmp} asp_hi_{var}; "
-                  f"{var} += asp_step_{var}) {{")
+        self.header(loop)
         self.depth += 1
         body()
         self.depth -= 1
@@ -367,6 +368,34 @@ class CEmitter:
         if loop.predicate:
             self.depth -= 1
             self.line("}")
+
+    def wide(self, loop: d.Loop) -> bool:
+        """Whether the loop's values come near the ends of int64 (``binding.WIDE``)."""
+        return self.b.plan.bound.loops[loop.lid].wide
+
+    def hoist(self, loop: d.Loop) -> None:
+        """The loop's bounds, computed once before it (and its trip count, for a wide one)."""
+        var = c_identifier(loop.var)
+        start, stop, step, _ = self.bounds(loop)
+        self.line(f"const int64_t asp_lo_{var} = {start}, asp_hi_{var} = {stop}, "
+                  f"asp_step_{var} = {step};")
+        if self.wide(loop):
+            self.line(f"const uint64_t asp_n_{var} = asp_trip_count(asp_lo_{var}, "
+                      f"asp_hi_{var}, asp_step_{var});")
+
+    def header(self, loop: d.Loop) -> None:
+        """The ``for`` line opening the loop's body. A wide loop counts its iterations and
+        computes the variable from the count (modulo 2**64, exact: each value is an int64),
+        since stepping the variable past its stop could overflow."""
+        var = c_identifier(loop.var)
+        if not self.wide(loop):
+            cmp = self.bounds(loop)[3]
+            self.line(f"for (int64_t {var} = asp_lo_{var}; {var} {cmp} asp_hi_{var}; "
+                      f"{var} += asp_step_{var}) {{")
+            return
+        self.line(f"for (uint64_t asp_t_{var} = 0; asp_t_{var} < asp_n_{var}; asp_t_{var}++) {{")
+        self.line(f"    const int64_t {var} = (int64_t)((uint64_t)asp_lo_{var} + "
+                  f"asp_t_{var} * (uint64_t)asp_step_{var});")
 
     def pragmas(self, loop: d.Loop, node: SLoop) -> list[str]:
         return []

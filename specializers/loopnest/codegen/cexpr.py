@@ -143,8 +143,18 @@ class CExpression(NodeVisitor):
     def value(self, expr: d.Expr) -> str:
         return self.visit(expr)
 
+    def subscript(self, expr: d.Expr) -> str:
+        """An int64 expression for a subscript the analysis could not put in affine form
+        (``A[idx[i]]``, ``A[(i + k) % n]``): with Python's meaning of every operation
+        (a division by zero raises, a Python int beyond 64 bits raises OverflowError), since
+        nothing proved its operands' ranges."""
+        text = self.visit(expr)
+        return text if ctype(self.ty(expr)) == "int64_t" else f"((int64_t){text})"
+
     def integer(self, expr: d.Expr) -> str:
-        """An int64 expression for a subscript or a bound (plain arithmetic)."""
+        """An int64 expression for an affine subscript or a bound, in plain wrapping
+        arithmetic: exact, since the binding proved its value (and every operand of a
+        ``//`` or ``%`` in it) an int64 (see ``analysis.binding``)."""
         saved, self.index_mode = self.index_mode, True
         try:
             text = self.visit(expr)

@@ -152,19 +152,10 @@ class OpenMPEmitter(CEmitter):
             self.depth -= 1
             self.line("}")
 
-    def _hoist(self, loop: d.Loop) -> None:
-        var = c_identifier(loop.var)
-        start, stop, step, _ = self.bounds(loop)
-        self.line(f"const int64_t asp_lo_{var} = {start}, asp_hi_{var} = {stop}, "
-                  f"asp_step_{var} = {step};")
-
     def _header(self, loop: d.Loop, hoist: bool = True) -> None:
-        var = c_identifier(loop.var)
         if hoist:
-            self._hoist(loop)
-        cmp = self.bounds(loop)[3]
-        self.line(f"for (int64_t {var} = asp_lo_{var}; {var} {cmp} asp_hi_{var}; "
-                  f"{var} += asp_step_{var}) {{")
+            self.hoist(loop)
+        self.header(loop)
 
     def _body(self, body: Callable[[], None]) -> None:
         self.depth += 1
@@ -182,7 +173,7 @@ class OpenMPEmitter(CEmitter):
         self._open_predicate(loop)
         self.line("{")
         self.depth += 1
-        self._hoist(loop)
+        self.hoist(loop)
         saved, self.lines = self.lines, []
         depth = self.depth
         self._header(loop, hoist=False)
@@ -209,7 +200,7 @@ class OpenMPEmitter(CEmitter):
         self.line("{")
         self.depth += 1
         for lid in [n.lid for n in nest]:
-            self._hoist(self.b.loops[lid])
+            self.hoist(self.b.loops[lid])
         pragma = "#pragma omp for" if self.region else "#pragma omp parallel for"
         if len(nest) > 1:
             pragma += f" collapse({len(nest)})"
@@ -235,6 +226,8 @@ class OpenMPEmitter(CEmitter):
         ``asp_vmath1`` in the C runtime for the two forms of the code). False, with nothing
         emitted, where the body has other error paths or nothing to gain."""
         b = self.b
+        if self.wide(loop):  # its iteration order would not fit the error key
+            return False
         sites, functions = len(b.error_sites), set(b.expr.simd_functions)
         saved, depth = self.lines, self.depth
         self.lines, self.depth = [], 0
@@ -246,7 +239,7 @@ class OpenMPEmitter(CEmitter):
             b.expr.vector = False
             self.share -= 1
         lines, self.lines, self.depth = self.lines, saved, depth
-        checks = any("asp_code" in text for text in lines)
+        checks = b.expr.vector_checks > 0  # (every write tests asp_code: not a check)
         if any("asp_err" in text for text in lines) or \
                 not (checks or len(b.expr.simd_functions) > len(functions)):
             del b.error_sites[sites:]
@@ -259,7 +252,7 @@ class OpenMPEmitter(CEmitter):
         self._open_predicate(loop)
         self.line("{")
         self.depth += 1
-        self._hoist(loop)
+        self.hoist(loop)
         pragma = "#pragma omp parallel for simd" + self._clauses([node])
         form = self._error_form(loop, order, first) if checks else None
         if form:
@@ -268,8 +261,7 @@ class OpenMPEmitter(CEmitter):
         self.line(pragma + " num_threads(asp_nthreads)")
         self._header(loop, hoist=False)
         self.depth += 1
-        if form:
-            self.line(form.declaration)
+        self.line(form.declaration if form else "const uint64_t asp_code = 0;  /* no checks */")
         for text in lines:
             self.line(text)
         if form:
@@ -333,13 +325,16 @@ class OpenMPEmitter(CEmitter):
     # -- clauses -------------------------------------------------------------------------------
 
     def _collapsible(self, node: SLoop) -> list[SLoop]:
+        """The parallel loops to share with ``node`` (see the module docstring); never a wide
+        loop, whose header declares its variable inside the body."""
         nest = [node]
         variables = {self.b.loops[node.lid].var}
         current = node
-        while len(current.body) == 1 and isinstance(current.body[0], SLoop):
+        while len(current.body) == 1 and isinstance(current.body[0], SLoop) and \
+                not self.wide(self.b.loops[node.lid]):
             inner = current.body[0]
             info = self.b.analysis.access.loop(inner.lid)
-            if not inner.parallel or info.predicate or \
+            if not inner.parallel or info.predicate or self.wide(self.b.loops[inner.lid]) or \
                     (set(info.start.variables) | set(info.stop.variables)) & variables:
                 break
             nest.append(inner)

@@ -81,11 +81,10 @@ def assert_any_order_same_as_python(make_kernel, *args: Any) -> None:
 def compiled_modules(kernel) -> list:
     """The generated C modules (``codegen.c.CModule``) of the kernel's last call, one per nest
     that ran compiled, in nest order."""
-    from specializers.loopnest.variants import CompiledVariant
-
     found = []
     for runner in kernel._asp_current.runners:
         for run in runner._executors.values():
-            if isinstance(run, CompiledVariant):
-                found.append(run.module)
+            module = getattr(run, "module", None)  # a compiled variant, perhaps wrapped
+            if module is not None:
+                found.append(module)
     return found

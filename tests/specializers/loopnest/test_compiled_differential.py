@@ -66,10 +66,13 @@ def test_at_least_500_each():
     assert COUNT["c"] >= 500 and COUNT["openmp"] >= 500, COUNT
 
 
+@pytest.mark.parametrize("wrapped,seeds", [(False, 200), (True, 80)], ids=["plain", "wrapped"])
 @pytest.mark.parametrize("backend", ["c", "openmp"])
-def test_random_affine_nests(backend):
-    for seed in range(0, 200):
-        nest = random_nest(seed)
+def test_random_affine_nests(backend, wrapped, seeds):
+    """Random affine nests (and, ``wrapped``, their subscripts spelled with Python's
+    wrap-around, one array now and then passed twice) against the original code."""
+    for seed in range(0, seeds):
+        nest = random_nest(seed, wrapped)
         Kernel = load_source(nest.source)
         values = dict(make_arrays(nest), **nest.args)
         params = Kernel.kernel.__wrapped__.__code__.co_varnames[1:Kernel.kernel.__wrapped__.__code__.co_argcount]

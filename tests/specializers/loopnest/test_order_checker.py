@@ -20,6 +20,29 @@ CASES = {
 }
 
 
+class WrappedChain(tk.LoopKernel):
+    """Issue 9's reproducer: ``-1`` and ``7`` name one column of an 8-column array."""
+
+    def kernel(self, A, n):
+        for i in range(1, n):
+            A[i, 0] = A[i - 1, -1] + 1.0
+            A[i, 7] = A[i, 0] * 1.0
+
+
+class WrappedTwice(tk.LoopKernel):
+    """The same, through an array passed for two parameters, with a negative affine row."""
+
+    def kernel(self, A, B, n):
+        for i in range(1, n):
+            A[i - n, 0] = B[i - 1, -1] + 1.0
+            B[i, 7] = A[i, 0] * 1.0
+
+
+CASES["wrapped chain"] = (WrappedChain, lambda: (np.zeros((40, 8)), 40))
+_shared = np.zeros((40, 8))
+CASES["wrapped twice"] = (WrappedTwice, lambda: (_shared, _shared, 40))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_test_kernels_in_any_parallel_order(name):
     cls, args = CASES[name]

@@ -39,3 +39,41 @@ def test_required_inputs():
         return s
 
     assert pipeline.analyse_kernel(kernel).nests[0].required == ("s",)
+
+
+def _sum_kernel(terms: int):
+    from specializers.loopnest.checking import load_source
+
+    source = ("from specializers.loopnest import LoopKernel\n\n\nclass Kernel(LoopKernel):\n"
+              "    def kernel(self, A, n):\n        for i in range(n):\n            A[i] = " +
+              " + ".join(f"A[i] * {k}.0" for k in range(terms)) + "\n")
+    return load_source(source)
+
+
+def test_a_nest_deeper_than_the_analyses_take_runs_as_python_with_the_line():
+    import numpy as np
+    import pytest
+
+    from asp_core.errors import SpecializationError
+    from asp_core.specializer import FallbackWarning
+
+    Kernel = _sum_kernel(2000)   # a tree 2000 levels deep: RecursionError in any recursive pass
+    with pytest.raises(SpecializationError, match=r":7:\d+: .*2005 levels deep"):
+        Kernel(strict=True).kernel(np.ones(4), 4)
+    got, want = np.ones(4), np.ones(4)
+    with pytest.warns(FallbackWarning, match="levels deep"):
+        Kernel().kernel(got, 4)
+    Kernel().original_kernel(want, 4)
+    assert (got == want).all() and got[0] == sum(range(2000))
+
+
+def test_long_expressions_up_to_the_limit_compile():
+    import numpy as np
+
+    terms = pipeline.MAX_AST_DEPTH - 10
+    Kernel = _sum_kernel(terms)
+    for backend in ("c", "python"):
+        got = np.ones(4)
+        kernel = Kernel(backend=backend, strict=True)
+        kernel.kernel(got, 4)
+        assert got[0] == sum(range(terms)) and kernel.last_call.nests[0].backend == backend

@@ -93,3 +93,52 @@ def test_complex_arrays_are_refused():
             A[i] = A[i] * 2
     with pytest.raises(UnsupportedArgument):
         infer(k, np.zeros(3, complex), 3)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.longdouble])
+@pytest.mark.parametrize("where", ["array", "scalar"])
+def test_half_and_long_double_run_as_python_with_the_reason(dtype, where):
+    import warnings
+
+    from asp_core.errors import SpecializationError
+    from asp_core.specializer import FallbackWarning
+    from specializers.loopnest import LoopKernel
+
+    class Scale(LoopKernel):
+        def kernel(self, A, B, x, n):
+            for i in range(n):
+                A[i] = B[i] * x
+
+    def make():
+        if where == "array":
+            return np.zeros(4, dtype), np.arange(4).astype(dtype), 2.0, 4
+        return np.zeros(4), np.arange(4.0), dtype(2.5), 4
+
+    name = np.dtype(dtype).name
+    for backend in ("c", "openmp", None):
+        with pytest.raises(SpecializationError, match=f"dtype {name} cannot be compiled"):
+            Scale(backend=backend, strict=True).kernel(*make())
+        got, want = make(), make()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            Scale(backend=backend).kernel(*got)
+        Scale().original_kernel(*want)
+        assert (got[0] == want[0]).all() and got[0].dtype == want[0].dtype
+        assert any(issubclass(w.category, FallbackWarning) for w in caught) or backend != "c"
+    got, want = make(), make()
+    Scale(backend="python", strict=True).kernel(*got)
+    Scale().original_kernel(*want)
+    assert (got[0] == want[0]).all()
+
+
+def test_a_half_float_made_in_the_kernel_runs_as_python():
+    from asp_core.errors import SpecializationError
+    from specializers.loopnest import LoopKernel
+
+    class Half(LoopKernel):
+        def kernel(self, A, n):
+            for i in range(n):
+                A[i] = np.float16(A[i]) * 2
+
+    with pytest.raises(SpecializationError, match="np.float16"):  # stated, not a KeyError
+        Half(backend="c", strict=True).kernel(np.arange(4.0), 4)

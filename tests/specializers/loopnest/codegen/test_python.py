@@ -52,3 +52,19 @@ def test_reordered_parallel_loop_with_lastprivate_and_final_loop_values():
         t, i, j = run(A, B, 4, None, None, None)
         assert (i, j) == (3, 3)  # as the sequential loops leave them
         assert B.tolist() == [6.0, 14.0, 22.0, 30.0]  # t: each B[i] saw its own last t
+
+
+def test_zero_dimensional_arrays_in_every_backend():
+    from specializers.loopnest import LoopKernel
+
+    class Total(LoopKernel):
+        def kernel(self, S, B, n):
+            for i in range(n):
+                S[()] = S[()] + B[i]
+
+    for backend in ("python", "python-reversed", "c", "openmp", None):
+        got, want = np.zeros(()), np.zeros(())
+        kernel = Total(backend=backend, strict=True)
+        kernel.kernel(got, np.arange(5.0), 5)
+        Total().original_kernel(want, np.arange(5.0), 5)
+        assert got == want == 10.0
