@@ -46,6 +46,7 @@ setup(
         "cffi>=1.15",
         "mako>=1.2",
         "platformdirs>=3",
+        "tqdm>=4.60",
     ],
     extras_require={
         "cuda": ["pycuda>=2022.2"],

@@ -10,6 +10,8 @@
 | ``ASP_CC``          | the C compiler (default ``$CC``, else ``gcc``)                   |
 | ``ASP_NUM_THREADS`` | threads for OpenMP variants (default ``OMP_NUM_THREADS``, else all cores) |
 | ``ASP_EXACT_ERRORS`` | ``1``: parallel variants too leave exactly Python's state when they raise |
+| ``ASP_CALIBRATE``   | ``0``/``off``/``no``: no background calibration (cost models use the stored one, else defaults) |
+| ``ASP_SELECTION``   | ``fixed``: the old fixed rule instead of the cost model (for comparisons) |
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Mapping
 
 DEFAULT_CFLAGS = ("-O3", "-march=native")
 _TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class Config:
     cc: str | None = None
     num_threads: int | None = None
     exact_errors: bool = False
+    selection: str = "model"
+    calibrate: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Config":
@@ -56,6 +61,8 @@ class Config:
             cc=(env.get("ASP_CC", "").strip() or env.get("CC", "").strip() or None),
             num_threads=_positive_int(threads.split(",")[0]) if threads else None,
             exact_errors=env.get("ASP_EXACT_ERRORS", "").strip().lower() in _TRUE,
+            selection=env.get("ASP_SELECTION", "").strip().lower() or "model",
+            calibrate=env.get("ASP_CALIBRATE", "").strip().lower() not in _FALSE,
         )
 
     def with_(self, **changes) -> "Config":

@@ -12,8 +12,9 @@ def _session_cache(tmp_path_factory):
     """Compiled variants go to a fresh cache (or ASP_TEST_CACHE_DIR, to reuse builds locally)."""
     root = os.environ.get("ASP_TEST_CACHE_DIR") or str(tmp_path_factory.mktemp("asp-cache"))
     saved = {k: os.environ.get(k) for k in ("ASP_CACHE_DIR", "ASP_BACKEND", "ASP_DISABLE_JIT",
-                                            "ASP_DUMP_DIR")}
+                                            "ASP_DUMP_DIR", "ASP_CALIBRATE")}
     os.environ["ASP_CACHE_DIR"] = root
+    os.environ["ASP_CALIBRATE"] = "0"  # no test starts a background calibration by accident
     for k in ("ASP_BACKEND", "ASP_DISABLE_JIT", "ASP_DUMP_DIR"):
         os.environ.pop(k, None)
     yield root

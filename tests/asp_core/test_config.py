@@ -28,3 +28,9 @@ def test_thread_count_falls_back_to_openmp_variable_and_ignores_junk():
 def test_with_returns_a_changed_copy():
     cfg = Config()
     assert cfg.with_(backend="c").backend == "c" and cfg.backend is None
+
+
+def test_background_calibration_is_on_unless_turned_off():
+    assert Config.from_env({}).calibrate and Config.from_env({"ASP_CALIBRATE": "1"}).calibrate
+    for off in ("0", "off", "no", "false", " OFF "):
+        assert not Config.from_env({"ASP_CALIBRATE": off}).calibrate

@@ -85,6 +85,12 @@ def _loopnest_call():
     return _call_function(_loopnest_c_module(), Loaded(), 0).__asp_source__
 
 
+def _calibration_kernels():
+    from specializers.loopnest.cost.native_probes import kernel_source
+
+    return kernel_source(True)
+
+
 # Every template of the project, rendered through the code that really uses it. A new template
 # without an entry here fails test_every_template_is_rendered.
 RENDERERS = {
@@ -95,6 +101,7 @@ RENDERERS = {
     "loopnest/python_call.py.mako": _loopnest_call,
     "loopnest/c_module.c.mako": lambda: _loopnest_c_module("openmp").source,
     "loopnest/c_runtime.h.mako": lambda: tpl.render("loopnest/c_runtime.h.mako"),
+    "loopnest/calibration.c.mako": _calibration_kernels,
 }
 
 

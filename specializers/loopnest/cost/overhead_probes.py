@@ -1,0 +1,141 @@
+"""Calibration of fixed costs: entering a loop nest (compiled, or left to the original Python
+code) and compiling a variant against the size of its source.
+
+Call overheads are measured through a real ``LoopKernel`` (``probe_kernels.Tiny``) on
+one-element arrays, against the same method run as plain Python (``tiny_plain``):
+
+* ``c_call_ns``: one run of the compiled variant itself (what the dispatcher times: the
+  arguments, cffi, the results), called directly with the nest's inputs;
+* ``py_call_ns``: what entering a nest left to the original code costs beyond what a compiled
+  call pays: the kernel forced to the cost model's plain-Python variant, the original code
+  itself (``cost.estimates.ORIGINAL``: the runner answers ``RUN_ORIGINAL`` and the rewritten
+  kernel runs and times the loop as written), less the plain method with its one iteration,
+  less the dispatch a compiled call pays besides its run (the kernel forced to serial C, less
+  the plain method on empty arrays, less ``c_call_ns``).
+
+Both kernels are forced to one variant, so neither holds the cost model's own work on a call
+(estimates and choice), which every call pays whichever variant runs.
+
+Compile time is that of ``asp_core.backends.c.compile_c`` (compiler, cffi declarations, load)
+on the serial C the specializer generates for kernels of 1, 6 and 24 statements
+(``probe_kernels.COMPILE_SIZES``), built in a private, empty cache folder (whatever
+``ASP_CACHE_DIR`` says), so each is compiled. A least-squares line through (lines of the module
+beyond the runtime header ``c_runtime.h.mako``, seconds) gives ``compile_base_s`` (the header,
+the compiler's start, cffi) and ``compile_per_line_s``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from asp_core.backends.c import compile_c
+from asp_core.cache import DiskCache
+from asp_core.templates import render
+
+from .estimates import ORIGINAL
+from .probe_kernels import COMPILE_SIZES, Tiny, tiny_plain
+from .timing import best_per_unit
+
+
+def measure_calls(quick: bool, compiled: bool = True) -> dict[str, float]:
+    """``c_call_ns`` and ``py_call_ns`` of ``MachineParams`` (only ``py_call_ns``, the whole
+    overhead of the Python path, when not ``compiled``: no C compiler)."""
+    one = [np.zeros(1), np.ones(1), np.ones(1)]
+    empty = [np.zeros(0) for _ in range(3)]
+    python = _warm(Tiny(backend=ORIGINAL, strict=True), "python", one)
+    cases = {"plain": _loop(lambda *a: tiny_plain(python, *a), one),
+             "plain_empty": _loop(lambda *a: tiny_plain(python, *a), empty),
+             "python": _loop(python.kernel, one)}
+    if compiled:
+        kernel = _warm(Tiny(backend="c", strict=True), "c", one)
+        runner = kernel._asp_current.runners[0]
+        inputs = runner.last_inputs
+        variant = runner.build("c", runner.signature(inputs), inputs)  # (the built one)
+        cases["c"] = _loop(kernel.kernel, one)
+        cases["c_run"] = _loop(lambda *a: variant.run(*inputs), one)
+    count, repeats = (2000, 5) if quick else (20000, 9)
+    t = {name: s * 1e9 for name, s in
+         best_per_unit({name: (run, count) for name, run in cases.items()}, repeats).items()}
+    python_path = t["python"] - t["plain"]
+    if not compiled:
+        return {"py_call_ns": max(0.0, python_path)}
+    dispatch = max(0.0, t["c"] - t["plain_empty"] - t["c_run"])
+    return {"c_call_ns": t["c_run"], "py_call_ns": max(0.0, python_path - dispatch)}
+
+
+def prepare() -> None:
+    """Build (into the disk cache) the variant ``measure_calls`` calls, ahead of it."""
+    _warm(Tiny(backend="c", strict=True), "c", [np.zeros(1), np.ones(1), np.ones(1)])
+
+
+def _warm(kernel: Tiny, backend: str, arrays: list) -> Tiny:
+    """``kernel`` after a first call (analysed, its variant built or loaded), checked to run
+    on ``backend``."""
+    kernel.kernel(*arrays)
+    ran = kernel.last_call.nests[0]
+    assert ran.backend == backend and ran.fallback is None, (backend, ran)
+    return kernel
+
+
+def _loop(call, arrays: list):
+    def run(count: int) -> None:
+        for _ in range(count):
+            call(*arrays)
+    return run
+
+
+def generated_sources() -> list[tuple[str, str]]:
+    """The serial C (source, cffi declarations) the specializer generates for each kernel of
+    ``COMPILE_SIZES``."""
+    from ..typeinfer import infer_types
+    from ..variants import generate
+
+    sources = []
+    arrays = [np.ones((4, 4)) for _ in range(3)]
+    for cls in COMPILE_SIZES:
+        kernel = cls(backend="python", strict=True)
+        kernel.kernel(*[a.copy() for a in arrays])  # analyses it and plans the binding
+        for runner in kernel._asp_current.runners:
+            types, _ = runner.signature(runner.last_inputs)
+            module = generate("c", runner.analysis, runner.last_plan,
+                              infer_types(runner.analysis, types), types, "calibration")
+            sources.append((module.source, module.cdef))
+    return sources
+
+
+def measure_compile(quick: bool) -> dict[str, float]:
+    """``compile_base_s`` and ``compile_per_line_s`` of ``MachineParams``."""
+    header = render("loopnest/c_runtime.h.mako").count("\n")
+    sources = generated_sources()
+    if quick:
+        sources = [sources[0], sources[-1]]
+    best: dict[int, float] = {}
+    with tempfile.TemporaryDirectory(prefix="asp-calibrate-") as folder:
+        cache = DiskCache(Path(folder) / "cache")
+        for attempt in range(1 if quick else 2):
+            for source, cdef in sources:
+                source = f"/* compile-time probe {time.time_ns()} {attempt} */\n{source}"
+                start = time.perf_counter()
+                compile_c(source, cdef, name="nest", cache=cache)
+                seconds = time.perf_counter() - start
+                lines = source.count("\n") - header
+                best[lines] = min(seconds, best.get(lines, seconds))
+    return fit_line(best)
+
+
+def fit_line(points: dict[int, float]) -> dict[str, float]:
+    """``compile_base_s`` and ``compile_per_line_s`` from (lines, seconds) points: the least
+    squares line, or (where a disturbed timing would make either negative) the line through
+    the origin, or a flat one."""
+    x = np.array(sorted(points), dtype=float)
+    y = np.array([points[k] for k in sorted(points)])
+    per_line, base = np.polyfit(x, y, 1) if len(x) > 1 else (0.0, float(y[0]))
+    if per_line < 0:
+        per_line, base = 0.0, float(np.mean(y))
+    elif base < 0:
+        per_line, base = float(x @ y / (x @ x)), 0.0
+    return {"compile_base_s": float(base), "compile_per_line_s": float(per_line)}
