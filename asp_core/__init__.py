@@ -9,7 +9,9 @@ Modules, each with one job:
 * ``signature``: argument signatures; ``config``: settings from the environment
 * ``platform``: cores, CPU identity, compilers, OpenMP, GPUs; ``specializer``: dispatch and
   fallback; ``dumps``: writing ``ASP_DUMP_DIR`` safely; ``lru``: bounded in-memory caches;
-  ``forking``: OpenMP and ``fork()``
+  ``forking``: OpenMP and ``fork()``; ``openmp_runtime``: the OpenMP wait policy;
+  ``selection``: variant choice by predicted cost, corrected online; ``calibration``: stored
+  machine parameters
 
 Importing the package does no work: nothing is compiled, probed or read until used.
 """

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
+import time
 from dataclasses import dataclass, field
 
 from .errors import AspError
@@ -123,12 +125,71 @@ class PlatformInfo:
         return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_cores() -> int:
-    """Cores this process may run on (its affinity mask, not the machine's total)."""
+    """Cores this process may run on (its affinity mask, not the machine's total; read once
+    per process: ``clear_cache()`` reads it again)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+class _Load:
+    """Cores other processes keep busy, from ``/proc/stat`` (busy time of all cores over the
+    last interval, less this process's own CPU time), sampled at most every ``every`` s."""
+
+    every = 0.2
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.when = 0.0
+        self.busy = self.own = None
+        self.others = 0.0
+
+    def __call__(self) -> float:
+        now = time.monotonic()
+        if now - self.when < self.every:
+            return self.others
+        with self.lock:
+            if now - self.when < self.every:
+                return self.others
+            busy, own = _busy_jiffies(), time.process_time()
+            if busy is not None and self.busy is not None and now > self.when:
+                cores_busy = (busy - self.busy) / _HZ / (now - self.when)
+                others = max(0.0, cores_busy - (own - self.own) / (now - self.when))
+                # a short interval is noisy: average it with what was seen before
+                self.others = others if self.when == 0 else 0.5 * (self.others + others)
+            elif hasattr(os, "getloadavg"):  # a first guess: the 1-minute load, less us
+                self.others = max(0.0, os.getloadavg()[0] - 1.0)
+            self.when, self.busy, self.own = now, busy, own
+            return self.others
+
+
+_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _busy_jiffies() -> int | None:
+    """Jiffies all cores spent busy since boot (``/proc/stat``'s first line), or None."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != b"cpu":
+        return None
+    values = [int(v) for v in fields[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)   # idle and iowait
+    return sum(values[:8]) - idle
+
+
+others_busy = _Load()
+
+
+def usable_threads() -> int:
+    """Threads worth running now: this process's cores (affinity mask) less those other
+    processes keep busy (rounded), at least 1."""
+    return max(1, cpu_cores() - int(others_busy() + 0.5))
 
 
 @functools.lru_cache(maxsize=1)
@@ -194,3 +255,4 @@ def clear_cache() -> None:
     """Forget the answers of ``query_platform()`` and ``cpu_identity()``."""
     query_platform.cache_clear()
     cpu_identity.cache_clear()
+    cpu_cores.cache_clear()

@@ -19,8 +19,10 @@ backend, ``ASP_DISABLE_JIT=1`` runs everything as plain Python, and ``ASP_DUMP_D
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence
@@ -29,6 +31,7 @@ from . import config as config_module
 from .errors import (AspError, BackendUnavailable, CacheError, CompileError,
                      SpecializationError, UnsupportedArgument, UnsupportedConstruct)
 from .lru import LRUCache
+from .selection import Decision, Estimate, Selector
 from .signature import signature_of
 
 log = logging.getLogger("asp")
@@ -46,11 +49,13 @@ class FallbackWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Variant:
-    """A runnable specialization: ``run`` takes the call's arguments."""
+    """A runnable specialization: ``run`` takes the call's arguments. ``timed``: the time
+    ``run`` takes is the call's (else the specializer reports it, ``Specializer.observed``)."""
 
     backend: str
     run: Callable[..., Any]
     key: str = ""
+    timed: bool = True
 
     @property
     def record(self) -> "CallRecord":
@@ -132,6 +137,13 @@ class Specializer:
         self.last_call: CallRecord | None = None
         # (signature, backend) -> Variant or _Failure; the least recently used are forgotten
         self._variants = LRUCache(self.variant_cache_size)
+        self._building: dict[tuple, Future] = {}   # background builds under way
+        self._build_count = 0   # counts changes of the built variants (estimates depend on them)
+        self._offered: tuple = (None, None)   # the last estimates, and those not failed
+        self.selector = Selector()
+        self.last_decision: Decision | None = None
+        self.last_estimate: Estimate | None = None
+        self.last_measured_s: float | None = None
         self.name = getattr(func, "__qualname__", repr(func))
 
     # -- hooks -------------------------------------------------------------------------------
@@ -157,6 +169,20 @@ class Specializer:
             return (self.backend,)
         return self.backends
 
+    #: Whether variants may be built in a background thread while calls run others.
+    background_builds: bool = False
+
+    def estimates(self, signature: Hashable, args: Sequence[Any]) -> Sequence[Estimate] | None:
+        """The predicted time of each variant that could run this call (``asp_core.selection``;
+        labels name variants for ``build``), or None: then ``candidates()`` are tried in order.
+        A forced backend, or ``ASP_SELECTION=fixed``, skips the estimates."""
+        return None
+
+    def observed(self, estimate: Estimate, seconds: float) -> None:
+        """A call of ``estimate.label`` took ``seconds``: correct the model (``selection``)."""
+        self.last_measured_s = seconds
+        self.selector.observe(estimate, seconds)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             return self._fallback("keyword arguments are not specialized", args, kwargs)
@@ -165,8 +191,13 @@ class Specializer:
             return self.run_python(args, kwargs)
         try:
             sig = self.signature(args)
+            estimates = None if self.backend or self.config.selection == "fixed" else \
+                self.estimates(sig, args)
         except FALLBACK_ERRORS as exc:
             return self._fallback(describe(exc), args, kwargs, exc)
+        if estimates:
+            return self._run_selected(sig, args, kwargs, estimates)
+        self.last_estimate = None
         failures: list[_Failure] = []
         for backend in self.candidates():
             found = self._variant(sig, backend, args)
@@ -181,9 +212,84 @@ class Specializer:
         return self._fallback(_reasons(failures) or "no backend available", args, kwargs,
                               failures[-1].error if failures else None)
 
+    def _run_selected(self, sig: Hashable, args: Sequence[Any], kwargs: dict,
+                      estimates: Sequence[Estimate]) -> Any:
+        """Run the variant the selector chooses among ``estimates``, timing the call."""
+        failures: list[_Failure] = []
+        if estimates is self._offered[0]:   # (a warm call: the same estimates as last time)
+            left = self._offered[1]
+        else:
+            left = [e for e in estimates if not self._failed(sig, e.label)]
+            self._offered = (estimates, left)
+        while True:
+            if not left:
+                return self._fallback(_reasons(failures) or "no variant can run this call",
+                                      args, kwargs, failures[-1].error if failures else None)
+            decision = self.selector.choose(left, background=self.background_builds)
+            if decision.build_later:
+                self._build_in_background(sig, decision.build_later, args)
+            found = self._variant(sig, decision.label, args)
+            if isinstance(found, Variant):
+                break
+            failures.append(found)
+            left = [e for e in left if e.label != decision.label]
+            self._offered = (None, None)
+        estimate = next(e for e in left if e.label == decision.label)
+        self.last_decision, self.last_estimate, self.last_measured_s = decision, estimate, None
+        if failures:
+            reasons = _reasons(failures)
+            if found.backend == PYTHON and self.strict:
+                raise SpecializationError(f"{self.name}: {reasons}", failures[-1].error.location)
+            warn_once(self.name, f"ran on {found.backend}: {reasons}")
+            self.last_call = CallRecord(found.backend, reasons)
+        else:
+            self.last_call = found.record
+        if not found.timed:
+            return found.run(*args)   # the specializer reports the time (``observed``)
+        started = time.perf_counter()
+        result = found.run(*args)
+        self.observed(estimate, time.perf_counter() - started)
+        return result
+
+    def _failed(self, sig: Hashable, label: str) -> bool:
+        found = self._variants.recent.get((sig, label)) or self._variants.get((sig, label))
+        return type(found) is _Failure and not found.stale()
+
+    def built(self, sig: Hashable, label: str) -> bool:
+        """Whether variant ``label`` for ``sig`` is built and in memory."""
+        found = self._variants.recent.get((sig, label)) or self._variants.get((sig, label))
+        return isinstance(found, Variant)
+
+    def _build_in_background(self, sig: Hashable, label: str, args: Sequence[Any]) -> None:
+        key = (sig, label)
+        if key in self._building:
+            return
+        self.selector.building(label, True)
+
+        def build() -> None:
+            try:
+                try:
+                    found: Variant | _Failure = self.build(label, sig, args)
+                except FALLBACK_ERRORS as exc:
+                    found = _Failure(label, describe(exc), exc)
+                self._variants.put(key, found)  # whole: a call never sees it half-built
+                self._build_count += 1
+            except Exception:  # noqa: BLE001 - a bug: logged; the next build raises it again
+                log.exception("%s: building %s in the background failed", self.name, label)
+            finally:
+                self._building.pop(key, None)
+                self.selector.building(label, False)
+
+        self._building[key] = _background().submit(build)
+
     def _variant(self, sig: Hashable, backend: str, args: Sequence[Any]) -> Variant | _Failure:
         key = (sig, backend)
         found = self._variants.recent.get(key)  # a hit: one dict lookup (see asp_core.lru)
+        if found is None and key in self._building:
+            pending = self._building.get(key)
+            if pending is not None:
+                pending.result()  # a background build of it is under way: wait for it
+            found = self._variants.get(key)
         if found is None or (type(found) is _Failure and found.stale()):
             found = self._variants.get(key)
             if found is None or (type(found) is _Failure and found.stale()):
@@ -194,6 +300,7 @@ class Specializer:
                         if isinstance(exc, CacheError) else float("inf")
                     found = _Failure(backend, describe(exc), exc, retry)
                 self._variants.put(key, found)
+                self._build_count += 1
         return found
 
     def _fallback(self, reason: str, args, kwargs, error: AspError | None = None) -> Any:
@@ -231,6 +338,19 @@ class Specializer:
         """Forget the variants and failures of one backend (rebuilt, or refused, next call)."""
         for key in [key for key in self._variants if key[1] == backend]:
             del self._variants[key]
+
+
+_BACKGROUND: ThreadPoolExecutor | None = None
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _background() -> ThreadPoolExecutor:
+    """The process's one builder thread (builds run one at a time, beside the calls)."""
+    global _BACKGROUND
+    with _BACKGROUND_LOCK:
+        if _BACKGROUND is None:
+            _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="asp-build")
+        return _BACKGROUND
 
 
 def _reasons(failures: Sequence[_Failure]) -> str | None:

@@ -57,6 +57,27 @@ def same(a: Any, b: Any, rtol: float = 1e-9) -> bool:
     return bool(a == b)
 
 
+#: Calls, and seconds, the cost model may take to settle on its choice (see ``settle``).
+SETTLE_CALLS, SETTLE_S = 40, 3.0
+
+
+def settle(kernel, inputs: Sequence[Any]) -> None:
+    """Call ``kernel`` as a program calling it repeatedly would, until the cost model's choice
+    holds for three calls with no variant building in the background (a call that compiling
+    would not pay off for runs as Python, and compiles once the time lost says it should:
+    ``asp_core.selection``), at most ``SETTLE_CALLS`` calls or ``SETTLE_S`` seconds."""
+    start, last, same = time.perf_counter(), None, 0
+    for _ in range(SETTLE_CALLS):
+        kernel.kernel(*copy.deepcopy(tuple(inputs)))
+        state = kernel._asp_current
+        choice = tuple(n.backend for n in kernel.last_call.nests)
+        building = any(r._building for r in state.runners)
+        same = same + 1 if choice == last and not building else 0
+        last = choice
+        if same >= 3 or time.perf_counter() - start > SETTLE_S:
+            return
+
+
 def run_example(name: str, make_kernel: Callable[..., Any], inputs: Sequence[Any],
                 reference: Callable[..., Any] | None = None, *, python: bool = True,
                 rtol: float = 1e-9, backend: str | None = None) -> ExampleResult:
@@ -66,6 +87,7 @@ def run_example(name: str, make_kernel: Callable[..., Any], inputs: Sequence[Any
     t0 = time.perf_counter()
     kernel.kernel(*first_args)  # specialize (and compile, or load from the disk cache) once
     first_call_s = time.perf_counter() - t0
+    settle(kernel, inputs)
     args = copy.deepcopy(tuple(inputs))
     t0 = time.perf_counter()
     result = kernel.kernel(*args)

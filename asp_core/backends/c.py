@@ -398,6 +398,10 @@ def compile_c(source: str, cdef: str, *, name: str = "module", openmp: bool = Fa
     cache = cache or disk_cache(_config_cache_dir())
     key, build = _library_build(source, name, cdef, compiler, openmp, cache)
     entry = cache.entry(key, build)
+    if openmp:  # before libgomp is first loaded (it reads its settings then)
+        from ..openmp_runtime import set_wait_policy
+
+        set_wait_policy()
     try:
         module = load_library(entry / f"{name}.so", cdef)
     except CacheError as exc:

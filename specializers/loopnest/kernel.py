@@ -41,12 +41,20 @@ class _KernelClass:
                  for index in range(len(self.analysis.nests))]
         outputs = [() if isinstance(a, pipeline.RejectedNest) else a.names.outputs
                    for a in self.analysis.nests]
-        self.rewritten = rewrite_kernel(source.fa, source.nests, outputs, hooks)
+        done = [functools.partial(_nest_done, func, index)
+                for index in range(len(self.analysis.nests))]
+        self.rewritten = rewrite_kernel(source.fa, source.nests, outputs, hooks, done,
+                                        self_name)
 
 
 def _enter_nest(func, index: int, self_name: str, local_values: dict[str, Any]) -> Any:
     state = local_values[self_name]._asp_states[func]
     return state.enter(index, local_values)
+
+
+def _nest_done(func, index: int, owner: "LoopKernel", seconds: float) -> None:
+    """The original code of nest ``index`` ran in ``seconds`` (for the cost model)."""
+    owner._asp_states[func].runners[index].ran_original(seconds)
 
 
 class _KernelState:
@@ -78,7 +86,7 @@ class _KernelState:
                 nests.append(nest_call(analysis, None, None, None))
             else:
                 nests.append(nest_call(analysis, runner.last_call.backend,
-                                       runner.last_call.fallback, runner.last_schedule))
+                                       runner.last_call.fallback, runner.last_schedule, runner))
         return KernelCall(tuple(nests))
 
 
@@ -127,7 +135,8 @@ class LoopKernel:
         self.kernel(*copies[0], **copies[1])
         state = self._asp_current
         plans = [runner.last_plan for runner in state.runners]
-        return Report(explain_text(state.kernel_class.analysis, state.record(), plans))
+        return Report(explain_text(state.kernel_class.analysis, state.record(), plans,
+                                   state.runners))
 
     def original_kernel(self, *args: Any, **kwargs: Any) -> Any:
         """Run ``kernel()`` exactly as written, as plain Python (the oracle of every test)."""

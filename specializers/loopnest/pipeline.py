@@ -99,6 +99,12 @@ class NestAnalysis:
         return nest_structure(self.nest, self.access, self.scalars)
 
     @functools.cached_property
+    def executors(self) -> LRUCache:
+        """Compiled executors of this nest, shared by every instance of the kernel (keyed by
+        everything their code depends on: ``runtime.NestRunner._memo``)."""
+        return LRUCache(EXECUTOR_CACHE_SIZE)
+
+    @functools.cached_property
     def binder(self) -> Binder:
         return Binder(self.names, self.access)
 
@@ -120,6 +126,8 @@ class NestAnalysis:
 log = logging.getLogger("asp.loopnest")
 
 PLAN_CACHE_SIZE = 256
+#: Compiled executors kept per nest (shared by the kernel's instances).
+EXECUTOR_CACHE_SIZE = 128
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,6 +206,15 @@ def analyse_kernel(func: Callable) -> KernelAnalysis:
 
 def clear_cache() -> None:
     _KERNELS.clear()
+
+
+def forget_executors() -> None:
+    """Forget the compiled executors every kernel's nests share in this process (they are
+    built again, or loaded from the disk cache, when next needed)."""
+    for kernel in _KERNELS.values():
+        for nest in kernel.nests:
+            if isinstance(nest, NestAnalysis):
+                nest.executors.clear()
 
 
 #: The deepest nest (loops, statements and expressions, as levels of Python's AST) the

@@ -34,6 +34,9 @@ class NestCall:
     parallel_loops: tuple[str, ...]
     statements: tuple[StatementCall, ...]
     scalars: dict[str, str] = field(default_factory=dict)  # scalar -> private/reduction/carried
+    threads: int | None = None        # OpenMP threads the cost model chose
+    predicted_s: float | None = None  # the cost model's prediction for the variant that ran
+    measured_s: float | None = None   # and its measured time (the variant's own run)
 
     @property
     def ran(self) -> bool:
@@ -46,9 +49,15 @@ class KernelCall:
 
 
 def nest_call(analysis: NestAnalysis | RejectedNest, backend: str | None, fallback: str | None,
-              schedule: Schedule | None) -> NestCall:
+              schedule: Schedule | None, runner=None) -> NestCall:
     if isinstance(analysis, RejectedNest):
         return NestCall(analysis.index, analysis.line, backend, fallback, (), ())
+    threads = predicted = measured = None
+    estimate = runner.last_estimate if runner is not None and backend is not None else None
+    if estimate is not None:
+        threads = _threads(estimate.label)
+        predicted = runner.selector.corrected(estimate)
+        measured = runner.last_measured_s
     schedule = schedule or analysis.sequential
     statements = tuple(
         StatementCall(stmt.loc.line if stmt.loc else analysis.line, analysis.text(stmt.sid),
@@ -56,7 +65,15 @@ def nest_call(analysis: NestAnalysis | RejectedNest, backend: str | None, fallba
         for stmt, sch in zip(analysis.statements, schedule.statements) if stmt.kind == "user")
     scalars = {name: analysis.scalars.overall(name) for name in analysis.names.scalars}
     parallel = schedule.parallel_loops() if fallback is None else ()
-    return NestCall(analysis.index, analysis.line, backend, fallback, parallel, statements, scalars)
+    if backend == "python" and estimate is not None:
+        parallel = ()  # the cost model left it to the original code
+    return NestCall(analysis.index, analysis.line, backend, fallback, parallel, statements, scalars,
+                    threads, predicted, measured)
+
+
+def _threads(label: str) -> int | None:
+    _, _, threads = label.partition("@")
+    return int(threads) if threads else None
 
 
 class Report:
@@ -75,7 +92,7 @@ class Report:
         return "```text\n" + self.text + "\n```"
 
 
-def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=()) -> str:
+def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=(), runners=()) -> str:
     fa = kernel.source.fa
     lines = [f"kernel {fa.qualname} ({fa.filename}:{fa.tree.lineno}): "
              f"{len(kernel.nests)} top-level loop nest(s)"]
@@ -87,7 +104,37 @@ def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=()) -> s
         plan = plans[index] if record is not None and record.ran else None
         if plan is not None and not isinstance(analysis, RejectedNest):
             lines += _plan_text(analysis, plan)
+        if runners and record is not None and record.ran:
+            lines += choice_text(runners[index])
     return "\n".join(lines)
+
+
+def choice_text(runner) -> list[str]:
+    """The cost model's view of the last call: every candidate's predicted time (corrected by
+    what was measured) with its main terms, what was measured so far, the choice and why."""
+    from asp_core.selection import _s
+    from .cost.calibrate import status
+
+    decision = runner.last_decision
+    if decision is None or runner.last_estimate is None:
+        reason = "forced" if runner.backend else "not chosen by the cost model"
+        return [f"  variant: {reason} ({runner.last_call.backend if runner.last_call else '-'})"]
+    out = [f"  variants (cost model; machine parameters: {status()}):"]
+    selector = runner.selector
+    for e in decision.estimates:
+        mark = "->" if e.label == runner.last_estimate.label else "  "
+        terms = ", ".join(f"{k} {_s(v)}" for k, v in e.terms.items() if v)
+        factor = selector.factor(e.label, e.size_class)
+        seen = selector.measurements(e.label)
+        build = f", build {_s(e.build_s)} first" if e.build_s else ""
+        fixed = f" + {_s(e.fixed_s)} fixed" if e.fixed_s else ""
+        out.append(f"    {mark} {e.label:10s} {_s(selector.corrected(e)):>10s}  (model "
+                   f"{_s(e.seconds)}{fixed} x {factor:.2f} measured/predicted over {seen} "
+                   f"call(s){build}; {terms})")
+    out.append(f"    choice: {decision.reason}")
+    if runner.last_measured_s is not None:
+        out.append(f"    this call: {_s(runner.last_measured_s)} measured")
+    return out
 
 
 def _plan_text(analysis: NestAnalysis, plan) -> list[str]:

@@ -13,7 +13,9 @@ After ALPyNA's closures: in a copy of ``kernel()``'s AST, every top-level ``for`
 
 so that statements before, between and after nests run as Python, the nest sees the current
 values of the kernel's locals, and scalars written by the nest are left as Python would leave
-them. The function is compiled with the original file name and line numbers, closes over the
+them. Where the hook asks for the original code, the time it takes is reported to
+``__asp_done[k]`` (in seconds, after the loop ends normally): the cost model's measurement of
+the plain-Python variant. The function is compiled with the original file name and line numbers, closes over the
 original closure cells (and ``__class__``, so ``super()`` works) and uses the original globals.
 """
 
@@ -23,6 +25,7 @@ import ast
 import builtins
 import copy
 import sys
+import time
 import types
 from typing import Any, Callable, Sequence
 
@@ -33,6 +36,9 @@ FALLBACK = "__asp_fallback"
 UNBOUND = "__asp_unbound"
 LOCALS = "__asp_locals"
 RESULT = "__asp_r"
+DONE = "__asp_done"
+CLOCK = "__asp_clock"
+STARTED = "__asp_t0"
 
 
 class _Sentinel:
@@ -50,18 +56,23 @@ NO_VALUE = _Sentinel("NO_VALUE")
 
 
 def rewrite_kernel(fa: FunctionAST, nest_nodes: Sequence[ast.For],
-                   outputs: Sequence[Sequence[str]], hooks: Sequence[Callable[[dict], Any]]
-                   ) -> types.FunctionType:
-    """The kernel with nest ``k`` calling ``hooks[k]`` and writing back ``outputs[k]``."""
+                   outputs: Sequence[Sequence[str]], hooks: Sequence[Callable[[dict], Any]],
+                   done: Sequence[Callable[[Any, float], None]] | None = None,
+                   self_name: str | None = None) -> types.FunctionType:
+    """The kernel with nest ``k`` calling ``hooks[k]`` and writing back ``outputs[k]``; the
+    time of each run of the original code of nest ``k`` goes to ``done[k](self, seconds)``
+    (``self_name``: the kernel's first parameter)."""
+    if done is None or self_name is None:
+        done, self_name = None, None
     tree = copy_ast(fa.tree)
     originals = {id(n): i for i, n in enumerate(nest_nodes)}
     # deepcopy keeps structure: find the copies of the nest nodes by position.
     copies = _matching_nodes(fa.tree, tree, originals)
-    _Replacer(copies, outputs).visit(tree)
+    _Replacer(copies, outputs, self_name).visit(tree)
     tree.decorator_list = []
     func = fa.func
     freevars = list(func.__code__.co_freevars)
-    params = [HOOKS, FALLBACK, UNBOUND, LOCALS] + freevars
+    params = [HOOKS, FALLBACK, UNBOUND, LOCALS, DONE, CLOCK] + freevars
     if "__class__" in freevars:
         # Mention __class__ so the new function closes over it: zero-argument super() needs it.
         tree.body.insert(0, ast.copy_location(ast.Expr(ast.Name("__class__", ast.Load())),
@@ -79,8 +90,8 @@ def rewrite_kernel(fa: FunctionAST, nest_nodes: Sequence[ast.For],
     namespace: dict[str, Any] = {}
     exec(compile_deep(module, fa.filename), namespace)  # noqa: S102 - the user's own code
     values = {HOOKS: tuple(hooks), FALLBACK: RUN_ORIGINAL, UNBOUND: NO_VALUE,
-              LOCALS: builtins.locals}
-    inner = namespace["__asp_make"](*[values.get(p) for p in params[:4]],
+              LOCALS: builtins.locals, DONE: tuple(done or ()), CLOCK: time.perf_counter}
+    inner = namespace["__asp_make"](*[values.get(p) for p in params[:6]],
                                     *[None for _ in freevars])
     cells = dict(zip(freevars, func.__closure__ or ()))
     closure = tuple(cells[name] if name in cells else types.CellType(values[name])
@@ -120,9 +131,11 @@ def _matching_nodes(original: ast.AST, copied: ast.AST, wanted: dict[int, int]) 
 
 
 class _Replacer(ast.NodeTransformer):
-    def __init__(self, nests: dict[int, int], outputs: Sequence[Sequence[str]]):
+    def __init__(self, nests: dict[int, int], outputs: Sequence[Sequence[str]],
+                 self_name: str | None):
         self.nests = nests
         self.outputs = outputs
+        self.self_name = self_name
 
     def visit_For(self, node: ast.For):
         index = self.nests.get(id(node))
@@ -140,9 +153,19 @@ class _Replacer(ast.NodeTransformer):
                 test=ast.Compare(value, [ast.IsNot()], [ast.Name(UNBOUND, ast.Load())]),
                 body=[ast.Assign([ast.Name(name, ast.Store())], copy.deepcopy(value))],
                 orelse=[]))
+        fallback = [node]
+        if self.self_name is not None:  # time the original code for the cost model
+            clock = ast.Call(ast.Name(CLOCK, ast.Load()), [], [])
+            start = ast.Assign([ast.Name(STARTED, ast.Store())], clock)
+            report = ast.Expr(ast.Call(
+                ast.Subscript(ast.Name(DONE, ast.Load()), ast.Constant(index), ast.Load()),
+                [ast.Name(self.self_name, ast.Load()),
+                 ast.BinOp(copy.deepcopy(clock), ast.Sub(), ast.Name(STARTED, ast.Load()))],
+                []))
+            fallback = [start, node, report]
         branch = ast.If(
             test=ast.Compare(ast.Name(RESULT, ast.Load()), [ast.Is()], [ast.Name(FALLBACK, ast.Load())]),
-            body=[node], orelse=writes or [ast.Pass()])
+            body=fallback, orelse=writes or [ast.Pass()])
         # New nodes take the position of the loop they replace (fix_missing_locations fills
         # their children); the original loop keeps its own positions.
         return [ast.copy_location(call, node), ast.copy_location(branch, node)]

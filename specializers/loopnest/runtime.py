@@ -16,6 +16,7 @@ from asp_core import config as config_module
 from asp_core import forking
 from asp_core.errors import BackendUnavailable, UnsupportedArgument
 from asp_core.lru import LRUCache
+from asp_core.platform import usable_threads
 from asp_core.signature import ArraySig, signature_of
 from asp_core.specializer import PYTHON, Specializer, Variant
 from asp_core.templates import render
@@ -24,6 +25,7 @@ from .codegen.finals import UNCHANGED, finals_function
 from .codegen.openmp import wide_loops
 from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
 from .codegen.python import compile_python, python_source
+from .cost.estimates import ORIGINAL, NestEstimator, parse_label
 from .rollback import COMPILED_ERRORS, exact_on_error, in_source_order, written_positions
 from .safety import check_arrays
 from .schedule.tree import SLoop
@@ -62,6 +64,7 @@ class NestRunner(Specializer):
     """Dispatches one nest of one kernel instance."""
 
     backends = COMPILED
+    background_builds = True
 
     def __init__(self, analysis: NestAnalysis | RejectedNest, ctx: KernelContext, *,
                  backend: str | None = None, strict: bool = False,
@@ -83,7 +86,10 @@ class NestRunner(Specializer):
 
         self._cores = cpu_cores()
         self._ints: tuple[int, ...] = ()   # positions of the inputs that are not arrays
+        self.estimator = None
+        self._estimates = LRUCache(EXECUTOR_CACHE_SIZE)
         if not isinstance(analysis, RejectedNest):
+            self.estimator = NestEstimator(analysis, self._profile_of)
             self._gather = _make_gather(analysis, ctx)
             self._ints = tuple(i for i, name in enumerate(analysis.names.inputs)
                                if name not in analysis.names.arrays)
@@ -92,6 +98,7 @@ class NestRunner(Specializer):
 
     def enter(self, local_values: dict[str, Any]) -> Any:
         """Run the nest for the kernel frame whose locals are ``local_values``."""
+        self.last_estimate = None
         if self._gather is None:
             error = self.analysis.error
             return self._fallback(str(error), (), {}, error)
@@ -106,6 +113,13 @@ class NestRunner(Specializer):
 
     def run_python(self, args: Sequence[Any], kwargs: dict) -> Any:
         return RUN_ORIGINAL
+
+    def ran_original(self, seconds: float) -> None:
+        """The original code of the nest ran in ``seconds`` (the rewritten kernel times it)."""
+        estimate = self.last_estimate
+        if estimate is not None and estimate.label == ORIGINAL:
+            self.observed(estimate, seconds)
+            self.last_estimate = estimate  # (observed() keeps it: the report shows both)
 
     # -- Specializer hooks --------------------------------------------------------------------
 
@@ -138,12 +152,44 @@ class NestRunner(Specializer):
             return ("openmp", "c")
         return ("c",)
 
+    # -- the cost model -------------------------------------------------------------------------
+
+    def estimates(self, signature, args: Sequence[Any]):
+        """The cost model's estimates for this call (``cost.estimates``), kept while the
+        variants built and the usable threads stay the same (the selector's fast path)."""
+        key = (signature, self._build_count, usable_threads())
+        found = self._estimates.recent.get(key)
+        if found is None:
+            found = self._estimates.put(key, self.estimator.estimates(
+                signature, lambda label: self.available(signature, label)))
+        return found
+
+    def _profile_of(self, signature):
+        """The cost model's profile of a binding and call signature, or None where compiled
+        code cannot take the call (the dispatcher then states why)."""
+        from .cost.models import profile
+        from .typeinfer import infer_types
+
+        types, key = signature
+        plan = self.analysis.plan(key)
+        try:
+            check_arrays(self.analysis, types, plan.bound)
+            info = infer_types(self.analysis, types)
+        except UnsupportedArgument:
+            return None
+        layouts = {name: sig.layout for name, sig in zip(self.analysis.names.inputs, types)
+                   if isinstance(sig, ArraySig)}
+        return profile(self.analysis, plan, info, layouts)
+
     def build(self, backend: str, signature, args: Sequence[Any]) -> Variant:
         analysis = self.analysis
         types, key = signature
         plan = analysis.plan(key)
-        if backend in COMPILED:
-            return self._compiled(backend, plan, types)
+        if backend == ORIGINAL:  # the cost model's plain Python: the original code itself
+            return Variant(PYTHON, _run_original, timed=False)
+        kind, threads = parse_label(backend)
+        if kind in COMPILED:
+            return self._compiled(kind, plan, types, threads)
         if backend == PYTHON or backend in CHECKERS:
             order = CHECKERS.get(backend, "source")
             memo = (order, plan.schedule)
@@ -161,7 +207,7 @@ class NestRunner(Specializer):
             return Variant(backend, _recording(self, run, plan))
         return super().build(backend, signature, args)
 
-    def _compiled(self, backend: str, plan, signature) -> Variant:
+    def _compiled(self, backend: str, plan, signature, threads: int | None = None) -> Variant:
         from .typeinfer import infer_types
         from .variants import compile_variant
 
@@ -169,13 +215,12 @@ class NestRunner(Specializer):
             raise BackendUnavailable(forking.openmp_unusable())
         check_arrays(self.analysis, signature, plan.bound)
         types = infer_types(self.analysis, signature)
-        memo = (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature,
-                wide_loops(plan, self.config.num_threads or self._cores)
-                if backend == "openmp" else None)
-        run = self._executors.get(memo)
+        threads = threads or self.config.num_threads
+        memo = self._memo(backend, plan, signature, threads)
+        run = self._executors.get(memo) or self.analysis.executors.get(memo)
         if run is None:
             compiled = compile_variant(backend, self.analysis, plan, types, signature,
-                                       self.name, self.config.num_threads)
+                                       self.name, threads)
             run = compiled
             if compiled.module.can_fail and (self.analysis.guarded or not compiled.in_order and
                                              (backend == "c" or self.config.exact_errors)):
@@ -187,17 +232,39 @@ class NestRunner(Specializer):
             if backend == "openmp":  # a fork must not leave a child hanging in libgomp
                 forking.watch_openmp()
                 forking.on_unusable_child(self, NestRunner._forget_openmp)
-            self._executors.put(memo, run)
+            self.analysis.executors.put(memo, run)
             self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
             self._dump_plan(plan)
+        self._executors.put(memo, run)
         return Variant(backend, _recording(self, run, plan), run.module.key)
+
+    def _memo(self, backend: str, plan, signature, threads: int | None) -> tuple:
+        """What a compiled executor depends on (its key among the nest's executors, which
+        every instance of the kernel shares: ``NestAnalysis.executors``)."""
+        return (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature,
+                (wide_loops(plan, threads or self._cores), threads)
+                if backend == "openmp" else None, self.config.exact_errors)
+
+    def available(self, signature, label: str) -> bool:
+        """Whether variant ``label`` can run this call without building: built by this
+        runner, or compiled already by another instance of the kernel."""
+        if self.built(signature, label):
+            return True
+        kind, threads = parse_label(label)
+        if kind not in COMPILED:
+            return False
+        types, key = signature
+        memo = self._memo(kind, self.analysis.plan(key), types,
+                          threads or self.config.num_threads)
+        return memo in self.analysis.executors
 
     def _forget_openmp(self, reason: str) -> None:
         """In a forked child where OpenMP cannot run: drop the OpenMP variants, and let a
         forced OpenMP fall back to serial C (their build now fails with ``reason``)."""
         self.forget_backend("openmp")
-        for memo in [memo for memo in self._executors if memo[0] == "openmp"]:
-            del self._executors[memo]
+        for executors in (self._executors, self.analysis.executors):
+            for memo in [memo for memo in executors if memo[0] == "openmp"]:
+                del executors[memo]
         if self._forced == ("openmp",):
             self._forced = ("openmp", "c")
 
@@ -231,6 +298,10 @@ class NestRunner(Specializer):
         self.dump(f"nest{index}.dast.txt", self.analysis.nest.dump())
         self.dump(f"nest{index}.dependences.txt", plan.graph.dump())
         self.dump(f"nest{index}.schedule.txt", plan.schedule.dump())
+
+
+def _run_original(*inputs):
+    return RUN_ORIGINAL
 
 
 def _recording(runner: NestRunner, run, plan):

@@ -25,6 +25,7 @@ from asp_core.backends import c
 from asp_core.errors import SpecializationError
 from asp_core.specializer import FallbackWarning
 from specializers.loopnest import LoopKernel
+from specializers.loopnest.pipeline import forget_executors
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,6 +56,7 @@ def own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ASP_CACHE_DIR", str(root))
     cache.clear_memo()
     templates.clear_cache()
+    forget_executors()
     yield root
     cache.clear_memo()
     templates.clear_cache()
@@ -64,17 +66,19 @@ def _falls_back(match: str, fault=lambda: None) -> None:
     """After ``fault()``, a new kernel runs as Python with a warning matching ``match``; after
     ``fault()`` again, a strict one raises."""
     fault()
-    kernel = Saxpy()
+    forget_executors()  # (compiled code loaded in this process needs no cache folder)
+    kernel = Saxpy(backend="c")
     with pytest.warns(FallbackWarning, match=match):
         _saxpy(kernel)
     assert _backend(kernel) == "python" and kernel.last_call.nests[0].fallback
     fault()
+    forget_executors()
     with pytest.raises(SpecializationError, match=match):
-        _saxpy(Saxpy(strict=True))
+        _saxpy(Saxpy(backend="c", strict=True))
 
 
 def _specializes() -> None:
-    kernel = Saxpy(strict=True)
+    kernel = Saxpy(backend="c", strict=True)
     _saxpy(kernel)
     assert _backend(kernel) == "c"
 
@@ -83,7 +87,7 @@ def test_cache_deleted_while_running(own_cache):
     _specializes()
     shutil.rmtree(own_cache)
     _specializes()  # the same variant: the memo of verified entries is not trusted blindly
-    kernel = Saxpy(strict=True)
+    kernel = Saxpy(backend="c", strict=True)
     _saxpy(kernel, np.float32)  # a new variant: the cache folder is made again
     assert _backend(kernel) == "c" and (own_cache / "locks").is_dir()
 
@@ -140,7 +144,7 @@ class Saxpy(LoopKernel):
 
 def call(**options):
     x, y = np.arange(5.0), np.ones(5)
-    kernel = Saxpy(**options)
+    kernel = Saxpy(backend="c", **options)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

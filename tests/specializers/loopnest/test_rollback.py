@@ -168,6 +168,8 @@ def test_a_failed_compiled_run_is_redone_by_serial_c_in_source_order(backend, mo
         return real(which, analysis, plan, *rest)
 
     monkeypatch.setattr(variants, "compile_variant", spy)
+    # (the kernel's instances share their compiled executors: start without any)
+    analyse_kernel(DISTRIBUTED.kernel.__wrapped__).nests[0].executors.clear()
     n = 200_000
     make = lambda: (np.zeros(n), np.r_[np.full(n - 5, 9.0), np.ones(5)], n)  # noqa: E731
     got = assert_leaves_what_python_leaves(DISTRIBUTED, backend, make)

@@ -1,0 +1,229 @@
+"""Variant selection: predicted times in, a choice out, corrected by what calls measure.
+
+A specializer's cost model answers one question per call, "how long would this variant take?"
+(an ``Estimate`` per variant it could run: predicted seconds, their main terms, and the time
+to build the variant first where it is not built yet). ``Selector`` owns the choice:
+
+* **Correction.** Every call's duration is measured by the dispatcher and given to
+  ``observe``; per variant and size class, the log of measured over predicted time is kept as
+  a moving average, and predictions are scaled by it. A variant that runs much slower than
+  predicted (a busy machine, a loop the compiler did not vectorize) is corrected within a few
+  calls and the choice moves away from it.
+* **Re-probing.** Corrections of the variants not chosen would never change, so now and then
+  (``PROBE_EVERY`` calls, then ever more rarely while the choice is stable) the runner-up is
+  run instead, if its corrected prediction is within ``PROBE_WITHIN`` of the choice (or within
+  ``PROBE_UNMEASURED`` for a variant not measured yet at that size, and, every fourth time,
+  within ``PROBE_FAR``, so that a variant slowed by a passing load is found again): a bounded
+  cost, under 1/``PROBE_EVERY`` of the calls (ever less), each at most that many times slower.
+  A measurement far from its correction starts the schedule again.
+* **Building.** A variant that is not built costs its build time first. The choice is made
+  as a rent-or-buy (ski rental) problem: if building and running the best variant costs less
+  than running the best built one now, it is built now; otherwise the call runs the best built
+  variant, and the time this loses against the best variant is added up; once the losses reach
+  the build time, the best variant is built (in the background where the specializer can, so
+  that no call waits for it). Against an oracle that knows every future call, this pays at
+  most twice the optimal cost (the classic 2-competitive break-even rule): calls that stop
+  before the losses reach the build time lost at most the build time they did not spend;
+  otherwise the build cost equals the losses already paid.
+
+Pure bookkeeping: no clock, no threads; the dispatcher measures and builds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+#: Moving-average weight of a new measurement in a correction (of log(measured/predicted)).
+ALPHA = 0.5
+#: A prediction corrected by more than this factor is capped (a wild measurement, a pause).
+MAX_CORRECTION = 1e4
+#: Re-probe the runner-up every PROBE_EVERY calls at first (doubling while the choice holds).
+PROBE_EVERY = 16
+PROBE_MAX_PERIOD = 1024
+#: ...if its corrected prediction is within this factor of the choice's.
+PROBE_WITHIN = 3.0
+#: ...or, once per size class, a variant never measured there, within this factor; and every
+#: fourth time one within PROBE_FAR (it was slow once, perhaps only while the machine was busy).
+PROBE_UNMEASURED = 10.0
+PROBE_FAR = 20.0
+#: A measurement this far (in log: a factor of 2) from its correction restarts re-probing.
+SURPRISE = math.log(2.0)
+#: The most one measurement moves a correction (in log: a factor of e**0.5 = 1.65).
+MAX_STEP = 0.5
+#: A correction moving by more than this (in log) lets the choice be made again.
+EPOCH_STEP = 0.25
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A variant's predicted time for one call."""
+
+    label: str                      # the variant ("python", "c", "openmp@2", ...)
+    seconds: float                  # predicted time of the part of the call that is measured
+    terms: Mapping[str, float] = field(default_factory=dict)  # main terms, for reports
+    build_s: float = 0.0            # time to build it first (0: built, or nothing to build)
+    size_class: int = 0             # calls of one size class share a correction
+    fixed_s: float = 0.0            # cost outside the measured part (never corrected)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to run now, and what to build meanwhile."""
+
+    label: str                      # the variant to run for this call
+    build_now: bool                 # it is not built: build it first (the call waits)
+    build_later: str | None         # a variant to build in the background (or None)
+    reason: str
+    estimates: tuple[Estimate, ...] = ()
+    corrected: Mapping[str, float] = field(default_factory=dict)  # label -> corrected seconds
+
+
+@dataclass
+class _Correction:
+    log_ratio: float = 0.0
+    samples: int = 0
+
+
+class Selector:
+    """The choice among variants for one specializer (one loop nest): see the module."""
+
+    def __init__(self) -> None:
+        self._corrections: dict[tuple[str, int], _Correction] = {}
+        self._losses: dict[str, float] = {}    # label -> seconds lost not having it built
+        self._calls = 0
+        self._period = PROBE_EVERY
+        self._last_choice: str | None = None
+        self._building: set[str] = set()
+        # The last decision between variants all built, kept while nothing it rests on
+        # changes (the same estimates object, no correction moved by more than EPOCH_STEP):
+        # a warm call then costs one comparison.
+        self._epoch = 0
+        self._memo: tuple | None = None
+
+    # -- corrections ---------------------------------------------------------------------------
+
+    def factor(self, label: str, size_class: int) -> float:
+        """How much slower than predicted ``label`` ran (1.0 without measurements); a size
+        class without its own measurements borrows the nearest one's."""
+        found = self._corrections.get((label, size_class))
+        if found is None or not found.samples:
+            near = [(abs(c - size_class), k) for (l, c), k in self._corrections.items()
+                    if l == label and k.samples]
+            if not near:
+                return 1.0
+            found = min(near, key=lambda item: item[0])[1]
+        return math.exp(found.log_ratio)
+
+    def corrected(self, estimate: Estimate) -> float:
+        return estimate.seconds * self.factor(estimate.label, estimate.size_class) + \
+            estimate.fixed_s
+
+    def measured(self, label: str, size_class: int) -> bool:
+        found = self._corrections.get((label, size_class))
+        return found is not None and found.samples > 0
+
+    def observe(self, estimate: Estimate, measured_s: float) -> None:
+        """A call of ``estimate.label`` took ``measured_s`` seconds."""
+        if estimate.seconds <= 0 or measured_s <= 0:
+            return
+        ratio = min(max(measured_s / estimate.seconds, 1 / MAX_CORRECTION), MAX_CORRECTION)
+        entry = self._corrections.setdefault((estimate.label, estimate.size_class),
+                                             _Correction())
+        weight = 1.0 if not entry.samples else ALPHA
+        surprise = math.log(ratio) - entry.log_ratio
+        if entry.samples and abs(surprise) > SURPRISE:  # things changed: look again soon
+            self._period = PROBE_EVERY
+        step = weight * surprise
+        if entry.samples:  # one odd call (a page fault, a preemption) moves it a little only
+            step = min(max(step, -MAX_STEP), MAX_STEP)
+        entry.log_ratio += step
+        entry.samples += 1
+        if abs(step) > EPOCH_STEP:
+            self._epoch += 1
+
+    def measurements(self, label: str) -> int:
+        return sum(c.samples for (l, _), c in self._corrections.items() if l == label)
+
+    # -- the choice ----------------------------------------------------------------------------
+
+    def building(self, label: str, running: bool) -> None:
+        """A background build of ``label`` started (``running``) or ended."""
+        (self._building.add if running else self._building.discard)(label)
+        self._epoch += 1
+
+    def choose(self, estimates: Sequence[Estimate], *, can_wait: bool = True,
+               background: bool = True) -> Decision:
+        """The variant to run for this call. ``can_wait``: the call may wait for a build;
+        ``background``: builds can proceed in the background."""
+        self._calls += 1
+        memo = self._memo
+        if memo is not None and memo[0] is estimates and memo[1] == self._epoch and \
+                self._calls % self._period:
+            return memo[2]
+        if not estimates:
+            raise ValueError("no variant to choose from")
+        times = {e.label: self.corrected(e) for e in estimates}
+        by_label = {e.label: e for e in estimates}
+        ready = [e for e in estimates if e.build_s == 0]
+        best = min(estimates, key=lambda e: times[e.label])
+        if best.build_s == 0:
+            return self._probe(best, ready, times, estimates)
+        best_ready = min(ready, key=lambda e: times[e.label]) if ready else None
+        if best_ready is None or (can_wait and
+                                  best.build_s + times[best.label] <= times[best_ready.label]):
+            return Decision(best.label, True, None,
+                            f"{best.label}: building it pays off in this call "
+                            f"({_s(best.build_s)} + {_s(times[best.label])} against "
+                            f"{_s(times[best_ready.label]) if best_ready else 'nothing built'})",
+                            tuple(estimates), times)
+        lost = self._losses.get(best.label, 0.0) + times[best_ready.label] - times[best.label]
+        self._losses[best.label] = lost
+        if lost >= best.build_s and best.label not in self._building:
+            if background:
+                return Decision(best_ready.label, False, best.label,
+                                f"{best_ready.label} while {best.label} builds in the background "
+                                f"(the time lost without it, {_s(lost)}, reached its build "
+                                f"time {_s(best.build_s)})", tuple(estimates), times)
+            if can_wait:
+                return Decision(best.label, True, None,
+                                f"{best.label}: the time lost without it ({_s(lost)}) reached "
+                                f"its build time ({_s(best.build_s)})", tuple(estimates), times)
+        return Decision(best_ready.label, False, None,
+                        f"{best_ready.label}; {best.label} would be faster "
+                        f"({_s(times[best.label])}) but is not built: building it "
+                        f"({_s(best.build_s)}) pays off after {_s(best.build_s - lost)} more "
+                        "lost", tuple(estimates), times)
+
+    def _probe(self, best: Estimate, ready: Sequence[Estimate], times: dict[str, float],
+               estimates: Sequence[Estimate]) -> Decision:
+        if best.label != self._last_choice:
+            self._last_choice, self._period = best.label, PROBE_EVERY
+        due = self._calls % self._period == 0
+        far = due and self._calls % (4 * self._period) == 0   # every 4th time: farther too
+        others = [e for e in ready if e.label != best.label and (
+            times[e.label] <= PROBE_WITHIN * times[best.label] or
+            not self.measured(e.label, e.size_class) and
+            times[e.label] <= PROBE_UNMEASURED * times[best.label] or
+            far and times[e.label] <= PROBE_FAR * times[best.label])]
+        if others and due:
+            self._period = min(self._period * 2, PROBE_MAX_PERIOD)
+            runner_up = min(others, key=lambda e: (self.measurements(e.label), times[e.label]))
+            return Decision(runner_up.label, False, None,
+                            f"{runner_up.label} (re-probing the runner-up of {best.label})",
+                            tuple(estimates), times)
+        decision = Decision(best.label, False, None, f"{best.label}: the fastest predicted "
+                            f"({_s(times[best.label])})", tuple(estimates), times)
+        if not others or len(ready) == len(estimates):
+            self._memo = (estimates, self._epoch, decision)
+        return decision
+
+
+def _s(seconds: float) -> str:
+    """A short readable duration."""
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} us"

@@ -1,0 +1,697 @@
+"""Accuracy of variant selection (issue 10, point 6): the cost model's choice against the
+fastest variant, and today's fixed rule beside it, measured side by side in one run.
+
+For each of the twelve examples, at sizes whose size parameter doubles (from a few
+microseconds of the fastest variant to about a second, or the memory cap), every variant is
+timed: the original Python code (``Cls().original_kernel``, skipped as "over the cap" where its
+time, extrapolated from the size before, would pass ``--python-cap``), serial C
+(``backend="c"``) and OpenMP C at each thread count from 2 to the cores of the affinity mask
+(``backend="openmp", num_threads=k``). The fastest of them is the oracle. The model's choice is
+timed as what a user gets, ``Cls().kernel`` calls (dispatch included), and so is the fixed rule
+(the same, in a process with ``ASP_SELECTION=fixed``). Three modes:
+
+* ``warm``: warm calls. The forced variants, the model and the rule each live in a worker
+  process of their own (``benchmarks.selection_worker``), started per example; the default
+  kernels (a fresh instance per size) are called until their choice is stable (the same
+  ``STABLE`` calls in a row, ``MIN_WARM`` to ``MAX_WARM`` calls) before they are timed. Each
+  time is the best of several rounds (5, fewer where a point would take over
+  ``POINT_BUDGET_S``); in each round every contender in turn (rotating who goes first) is
+  called back to back for ``--burst`` seconds (once at least), on inputs restored from a
+  pristine copy before each call (outside the timing). Bursts, not pauses between calls: on
+  this VM a call after a 20 ms sleep takes ten times as long (an idle vCPU, OpenMP threads
+  gone to sleep), and the first calls of a burst may meet the OpenMP threads of another
+  worker still spinning (libgomp spins about 10 ms after a parallel region).
+* ``first-call``: each measurement is the first call in a new process, with an empty cache
+  folder (holding only the compiler probe, and the machine calibration copied from the
+  user's cache when there is one) and ``ASP_CALIBRATE=0``: analysis, code generation and
+  compilation counted (one ``python -m benchmarks.selection_worker --first`` process per
+  measurement; the interpreter's start and imports are not timed). Best of 2 per contender;
+  the fastest first call is the oracle. Series of more than ``FIRST_CALL_MAX_SIZES`` sizes
+  (the 1-D examples) are measured at every other size.
+* ``loaded``: as ``warm``, while two processes spin in pure Python for the whole mode.
+
+Per point, penalty = the choice's time / the oracle's time (kernel level: a kernel of several
+nests is timed as a whole, against the fastest single forced variant; a mix can beat it and
+score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. A forced variant
+slower than ``PRUNE`` times the fastest after a round leaves the later rounds (it cannot be
+the oracle; its time is that of the rounds it ran). Per mode: geometric-mean and maximum
+penalty and the mispredicted share, for the model and for the rule. Targets: geomean at most
+1.05 and maximum at most 1.5 in every mode. The last line reads
+``ACM: warm X/Y, first-call X/Y, loaded X/Y (geomean/max penalty), mispredicted Z of N``.
+
+    python -m benchmarks.bench_selection [--quick] [--only NAME ...] [--modes MODE ...]
+
+A full run takes about 20 minutes on the 2-core development VM (warm and loaded about 4 each,
+first-call about 11: a new process per measurement); ``--quick`` (three small sizes per
+example, two rounds, one first call each) about 1.5 minutes.
+
+A complete run (all examples and modes, not ``--quick``) writes ``benchmarks/results/
+selection.txt`` (the report) and ``selection.json`` (every number); other runs write only
+with ``--out PREFIX``. Workers do not inherit ``ASP_BACKEND``, ``ASP_SELECTION``,
+``ASP_NUM_THREADS`` or ``OMP_NUM_THREADS``, so that every choice is the selector's own. Before
+any timing the cost model is calibrated if this machine has no calibration yet (the quick one
+a first use starts), and every process timed runs with ``ASP_CALIBRATE=0``, so that no
+calibration runs in the background of a timed call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .selection_worker import CASES, DEFAULT, RULE, Case, case_named, forced_variants
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "selection"
+MODES = ("warm", "first-call", "loaded")
+THRESHOLD = 1.05          # a penalty above this is a misprediction
+TARGET_GEOMEAN, TARGET_MAX = 1.05, 1.5
+PRUNE = 2.0               # a forced variant this much slower than the fastest leaves the rounds
+MIN_WARM, MAX_WARM, STABLE = 3, 10, 3   # warm-up calls of the default kernels
+WARM_BUDGET_S = 3.0       # ...fewer past this long, once MIN_WARM calls are made
+POINT_BUDGET_S = 5.0      # fewer timed rounds (2 at least) where they would take longer
+LIMIT_FACTOR = 20.0       # a default kernel's call is cut short past this times the fastest
+COMPILE_ALLOWANCE_S = 30.0   # ...plus this where the call may build variants
+START_ALLOWANCE_S = 10.0     # ...plus this for a new process's start
+FIRST_CALL_MAX_SIZES = 12    # first-call mode takes every other size of longer series
+BUSY_LOAD = 1.0              # a load average above this at the start of a quiet mode: warned
+#: Settings the processes timed do not inherit: each would force or bias what is measured
+#: (without Python's bytecode cache, every lazy import of a first call parses its source).
+DROPPED_ENV = ("ASP_BACKEND", "ASP_DISABLE_JIT", "ASP_SELECTION", "ASP_NUM_THREADS",
+               "OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE")
+# The compiler's version line and OpenMP probe are kept once per machine: made in the
+# template of the empty caches of first-call mode, so that no first call pays for them.
+PROBE_SCRIPT = "from asp_core.backends.c import openmp_flags; openmp_flags()"
+
+
+# -- worker processes and busy processes --------------------------------------------------------
+
+def child_env(rule: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]]
+                                                       if env.get("PYTHONPATH") else []))
+    env["ASP_CALIBRATE"] = "0"  # no calibration in the background of the timed calls
+    if rule:
+        env["ASP_SELECTION"] = "fixed"
+    return env
+
+
+CALIBRATE_SCRIPT = ("from specializers.loopnest.cost.calibrate import ensure; "
+                    "print(ensure(background=False))")
+
+
+def ensure_calibration() -> str:
+    """Calibrate the cost model on this machine unless it is (in a child process, the quick
+    calibration a first use makes, before any timing); the model's parameters, in words. A
+    calibration that fails is reported in those words (its error's last line; the model then
+    runs on its defaults), not raised: the choices are still worth measuring."""
+    env = {k: v for k, v in child_env(False).items() if k != "ASP_CALIBRATE"}
+    done = subprocess.run([sys.executable, "-c", CALIBRATE_SCRIPT], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    if done.returncode:
+        error = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"CALIBRATION FAILED ({error}): the model's defaults"
+    return done.stdout.strip()
+
+
+class WorkerError(RuntimeError):
+    pass
+
+
+class CallTimeout(Exception):
+    """A worker took longer than its time limit to answer (it was killed and started again)."""
+
+
+class Worker:
+    """A worker process (``selection_worker``, in a process group of its own) and the
+    commands sent to it."""
+
+    def __init__(self, name: str, env: dict[str, str]):
+        self.name, self.env = name, env
+        self._start()
+
+    def _start(self) -> None:
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.selection_worker"], cwd=ROOT, env=self.env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+            start_new_session=True)
+
+    def ask(self, op: str, limit: float | None = None, **args: Any) -> dict:
+        """Send a command and wait for its answer (at most ``limit`` seconds: then the worker
+        is killed and started again, its state lost, and ``CallTimeout`` raised)."""
+        try:
+            self.proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._ended(op, args)
+        ready, _, _ = select.select([self.proc.stdout], [], [], limit)
+        if not ready:
+            self.close(kill=True)
+            self._start()
+            raise CallTimeout(f"worker {self.name}: no answer to {op} {args} within "
+                              f"{limit:g} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            self._ended(op, args)
+        return json.loads(line)
+
+    def _ended(self, op: str, args: dict) -> None:
+        self.proc.wait()
+        self.log.seek(0)
+        raise WorkerError(f"worker {self.name} ended (status {self.proc.returncode}) on "
+                          f"{op} {args}:\n{self.log.read()[-4000:]}")
+
+    def close(self, kill: bool = False) -> None:
+        """End the worker (``kill``: now, with its process group)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:  # it is ending: waited for below
+                pass
+            try:
+                self.proc.wait(timeout=0 if kill else 10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.log.close()
+
+
+class Workers(dict):
+    """Workers by name, all closed when the ``with`` block ends."""
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for worker in self.values():
+            worker.close()
+
+
+class BusyProcesses:
+    """``count`` processes spinning in pure Python while the ``with`` block runs."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> "BusyProcesses":
+        try:
+            for _ in range(self.count):
+                self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.wait()
+        self.procs = []
+
+
+# -- measurements ----------------------------------------------------------------------------------
+
+@dataclass
+class Point:
+    """One example at one size in one mode: every contender's best time, and the choices."""
+
+    example: str
+    n: int
+    times: dict[str, float] = field(default_factory=dict)     # forced variant -> best seconds
+    chosen_s: dict[str, float] = field(default_factory=dict)  # acm/rule -> best seconds
+    medians: dict[str, float] = field(default_factory=dict)   # contender -> median seconds
+    skipped: dict[str, str] = field(default_factory=dict)     # forced variant -> why not timed
+    timed_out: list[str] = field(default_factory=list)        # chosen_s is then a lower bound
+    rounds: dict[str, int] = field(default_factory=dict)      # contender -> rounds timed
+    calls: dict[str, int] = field(default_factory=dict)       # contender -> calls timed
+    choice: dict[str, str] = field(default_factory=dict)      # acm/rule -> label (last call)
+    choices: dict[str, dict[str, int]] = field(default_factory=dict)  # label -> timed calls
+    nests: dict[str, list] = field(default_factory=dict)      # acm/rule -> last call per nest
+    warm_calls: dict[str, int] = field(default_factory=dict)
+    wall_s: float = 0.0                                       # how long measuring it took
+
+    @property
+    def oracle(self) -> str:
+        return min(self.times, key=self.times.get)
+
+    def penalty(self, who: str) -> float:
+        return self.chosen_s[who] / self.times[self.oracle]
+
+
+@dataclass(frozen=True)
+class Settings:
+    rounds: int
+    first_rounds: int
+    burst: float
+    python_cap: float
+    limit: float
+    max_bytes: float
+    quick: bool
+
+
+def _python_skip(case: Case, n: int, previous: Point | None, cap: float) -> str | None:
+    """Why plain Python is not timed at ``n`` (None: it is), extrapolated from the size
+    before (work grows as n**order)."""
+    if previous is None:
+        return None
+    if "python" not in previous.times:
+        return previous.skipped.get("python")
+    estimate = previous.times["python"] * (n / previous.n) ** case.order
+    return f"over the cap (about {estimate:.3g} s)" if estimate > cap else None
+
+
+def _variants(point: Point, case: Case, previous: Point | None, settings: Settings) -> list[str]:
+    variants = forced_variants()
+    skip = _python_skip(case, point.n, previous, settings.python_cap)
+    if skip:
+        point.skipped["python"] = skip
+        variants.remove("python")
+    return variants
+
+
+def _round_count(first_round_s: float, settings: Settings) -> int:
+    if settings.quick:
+        return settings.rounds
+    return max(2, min(settings.rounds, int(POINT_BUDGET_S / max(first_round_s, 1e-9))))
+
+
+def call_limit(fastest: float, settings: Settings) -> float:
+    """How long a default kernel's call may take before it is cut short: ``LIMIT_FACTOR``
+    times the fastest variant's time so far, ``--limit`` seconds at least."""
+    return max(settings.limit, LIMIT_FACTOR * fastest)
+
+
+def _timed_rounds(point: Point, call: Callable[[str, float | None], dict],
+                  contenders: list[str], settings: Settings, rounds: int | None = None) -> None:
+    """Rounds in which every contender is timed once in turn (forced variants first, then
+    rotating the first). A forced variant slower than PRUNE times the fastest leaves the later
+    rounds, and so does a default kernel that is also over the Python cap, or was cut short
+    (``call_limit``). ``rounds``: None for as many as ``_round_count`` allows after the
+    first."""
+    active = [name for name in contenders if name not in point.timed_out]
+    results: dict[str, list[dict]] = {name: [] for name in active}
+    total, done = rounds or settings.rounds, 0
+    while done < total and active:
+        t0 = time.perf_counter()
+        shift = done % len(active)
+        for name in active[shift:] + active[:shift]:
+            forced = [min(r["s"] for r in got) for other, got in results.items()
+                      if got and other not in (DEFAULT, RULE)]
+            if name not in (DEFAULT, RULE) or not forced:
+                results[name].append(call(name, None))
+                continue
+            limit = call_limit(min(forced), settings)
+            try:
+                results[name].append(call(name, limit + settings.burst))
+            except CallTimeout:
+                point.timed_out.append(name)
+                results[name].append({"s": limit, "choice": "cut short", "nests": []})
+        if done == 0 and rounds is None:
+            total = _round_count(time.perf_counter() - t0, settings)
+        done += 1
+        best = {name: min(r["s"] for r in got) for name, got in results.items()}
+        fastest = min(t for name, t in best.items() if name not in (DEFAULT, RULE))
+        active = [name for name in active if name not in point.timed_out and
+                  (best[name] <= PRUNE * fastest or
+                   name in (DEFAULT, RULE) and best[name] <= settings.python_cap)]
+    _record(point, results)
+
+
+def _record(point: Point, results: dict[str, list[dict]]) -> None:
+    for name, got in results.items():
+        best = min(r["s"] for r in got)
+        (point.chosen_s if name in (DEFAULT, RULE) else point.times)[name] = best
+        point.medians[name] = float(np.median([r.get("median_s", r["s"]) for r in got]))
+        point.rounds[name] = len(got)
+        point.calls[name] = sum(r.get("calls", 1) for r in got)
+        if name in (DEFAULT, RULE):
+            point.choice[name] = got[-1]["choice"]
+            point.nests[name] = got[-1]["nests"]
+            seen = point.choices.setdefault(name, {})
+            for r in got:
+                for label, count in r.get("choices", {r["choice"]: 1}).items():
+                    seen[label] = seen.get(label, 0) + count
+
+
+def measure_warm(case: Case, n: int, workers: Workers, previous: Point | None,
+                 settings: Settings) -> Point:
+    """Warm calls of every contender at one size (workers: "forced", DEFAULT, RULE)."""
+    point = Point(case.name, n)
+    variants = _variants(point, case, previous, settings)
+    workers["forced"].ask("load", example=case.name, n=n, contenders=variants)
+    first = [workers["forced"].ask("call", name=name)["s"] for name in variants
+             if name != "python"]  # compile (or load) outside the timed calls
+    limit = call_limit(min(first), settings)
+    for who in (DEFAULT, RULE):
+        workers[who].ask("load", example=case.name, n=n, contenders=[who])
+        try:
+            point.warm_calls[who] = warm_up(workers[who], who, limit)
+        except CallTimeout:
+            point.timed_out.append(who)
+            point.chosen_s[who] = limit
+            point.choice[who] = "cut short"
+
+    def call(name: str, limit: float | None) -> dict:
+        worker = workers[name if name in (DEFAULT, RULE) else "forced"]
+        return worker.ask("burst", limit, name=name, seconds=settings.burst)
+
+    _timed_rounds(point, call, variants + [DEFAULT, RULE], settings)
+    return point
+
+
+def warm_up(worker: Worker, who: str, limit: float) -> int:
+    """Call the default kernel until its choice was the same ``STABLE`` times in a row
+    (``MIN_WARM`` to ``MAX_WARM`` calls, fewer past ``WARM_BUDGET_S`` seconds); each call may
+    take ``limit`` seconds. Returns the number of calls (the first compiles, or loads)."""
+    choices: list[str] = []
+    t0 = time.perf_counter()
+    while len(choices) < MAX_WARM:
+        # the first call may also build a variant: a limit of its own
+        reply = worker.ask("call", limit + (COMPILE_ALLOWANCE_S if not choices else 0),
+                           name=who)
+        choices.append(reply["choice"])
+        if len(choices) >= MIN_WARM and len(set(choices[-STABLE:])) == 1:
+            break
+        if len(choices) >= MIN_WARM and time.perf_counter() - t0 > WARM_BUDGET_S:
+            break
+    return len(choices)
+
+
+def measure_first_call(case: Case, n: int, template: Path, previous: Point | None,
+                       settings: Settings) -> Point:
+    """First calls, each in a new process with a copy of the empty cache ``template``."""
+    point = Point(case.name, n)
+    variants = _variants(point, case, previous, settings)
+
+    def call(name: str, limit: float | None) -> dict:
+        with tempfile.TemporaryDirectory(prefix="asp-first-") as tmp:
+            cache = Path(tmp) / "cache"
+            shutil.copytree(template, cache)
+            env = dict(child_env(name == RULE), ASP_CACHE_DIR=str(cache))
+            try:
+                done = subprocess.run(
+                    [sys.executable, "-m", "benchmarks.selection_worker", "--first", case.name,
+                     str(n), name], cwd=ROOT, env=env, capture_output=True, text=True,
+                    timeout=limit and limit + COMPILE_ALLOWANCE_S + START_ALLOWANCE_S)
+            except subprocess.TimeoutExpired as exc:
+                raise CallTimeout(f"the first call of {name} on {case.name} n={n}") from exc
+        if done.returncode:
+            raise WorkerError(f"the first call of {name} on {case.name} n={n} failed:\n"
+                              f"{done.stderr[-4000:]}")
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    _timed_rounds(point, call, variants + [DEFAULT, RULE], settings, settings.first_rounds)
+    return point
+
+
+def empty_cache_template(folder: Path) -> tuple[Path, str]:
+    """A cache folder holding only the compiler probe and the machine calibration (copied
+    from the user's cache when there is one), and a line saying what it holds."""
+    from asp_core import calibration, config
+
+    template = folder / "template"
+    template.mkdir(mode=0o700)
+    subprocess.run([sys.executable, "-c", PROBE_SCRIPT], cwd=ROOT, check=True,
+                   env=dict(child_env(False), ASP_CACHE_DIR=str(template)))
+    source = calibration.folder(config.current().cache_dir)
+    if source.is_dir():
+        shutil.copytree(source, template / "calibration")
+        files = sorted(p.name for p in source.glob("*.json"))
+        return template, f"calibration copied from {source}: {', '.join(files) or 'no files'}"
+    return template, f"no calibration in {source}: the model runs on its defaults"
+
+
+@dataclass
+class Mode:
+    name: str
+    points: list[Point]
+    load_start: tuple[float, float, float]
+    load_end: tuple[float, float, float]
+    note: str = ""
+
+
+def run_mode(mode: str, cases: list[Case], settings: Settings, out: "Report") -> Mode:
+    load_start = os.getloadavg()
+    started = time.perf_counter()
+    points: list[Point] = []
+    out.line(f"== {mode}: load average at start {_load(load_start)}")
+    if mode != "loaded" and load_start[0] > BUSY_LOAD:
+        out.line(f"   WARNING: the machine is busy (1-minute load {load_start[0]:.2f}): other "
+                 "processes share the cores, and these figures are noisy")
+    note = ""
+    with tempfile.TemporaryDirectory(prefix="asp-selection-") as tmp:
+        template = None
+        if mode == "first-call":
+            template, note = empty_cache_template(Path(tmp))
+            out.line(f"   {note}")
+        with BusyProcesses(2 if mode == "loaded" else 0):
+            if mode == "loaded":
+                out.line("   two processes spin in pure Python for the whole mode")
+            _table_header(out)
+            for case in cases:
+                points += _run_case(mode, case, settings, template, out)
+    load_end = os.getloadavg()
+    out.line(f"== {mode}: load average at end {_load(load_end)}; "
+             f"{time.perf_counter() - started:.0f} s")
+    out.line(_mode_summary(mode, points))
+    out.line("")
+    return Mode(mode, points, load_start, load_end, note)
+
+
+def _run_case(mode: str, case: Case, settings: Settings, template: Path | None,
+              out: "Report") -> list[Point]:
+    points: list[Point] = []
+    previous = None
+    names = () if mode == "first-call" else ("forced", DEFAULT, RULE)
+    with Workers() as workers:
+        for name in names:
+            workers[name] = Worker(name, child_env(name == RULE))
+        sizes = case.sizes(settings.max_bytes, settings.quick)
+        if mode == "first-call" and len(sizes) > FIRST_CALL_MAX_SIZES:
+            sizes = sizes[::2]  # a new process per measurement: every other size of the long
+        for n in sizes:        # series (the 1-D examples), still more than six
+            t0 = time.perf_counter()
+            if mode == "first-call":
+                previous = measure_first_call(case, n, template, previous, settings)
+            else:
+                previous = measure_warm(case, n, workers, previous, settings)
+            previous.wall_s = time.perf_counter() - t0
+            points.append(previous)
+            out.line(_row(previous))
+    return points
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+class Report:
+    """Printed lines, kept for the results file."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def line(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.lines.append(text)
+
+
+def _load(load: Sequence[float]) -> str:
+    return " ".join(f"{x:.2f}" for x in load)
+
+
+def _s(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f}us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f}ms"
+    return f"{seconds:.3f}s"
+
+
+def _table_header(out: Report) -> None:
+    variants = "".join(f"{v:>10s}" for v in forced_variants())
+    out.line(f"   {'example':14s}{'n':>9s}{variants}  | {'ACM choice':18s}{'ACM':>10s}"
+             f"{'pen':>8s} | {'rule choice':18s}{'rule':>10s}{'pen':>8s}")
+
+
+_SHORT = {"python": "py", "openmp": "omp"}
+
+
+def _short(label: str) -> str:
+    """A choice label for the table: per-nest labels abbreviated (``omp@2+c+py``)."""
+    if "+" not in label:
+        return label
+    return "+".join(_SHORT.get(part.split("@")[0], part.split("@")[0]) +
+                    (f"@{part.split('@')[1]}" if "@" in part else "")
+                    for part in label.split("+"))
+
+
+def _row(p: Point) -> str:
+    cells = "".join(f"{_s(p.times[v]) if v in p.times else 'over cap':>10s}"
+                    for v in forced_variants())
+    parts = []
+    for who in (DEFAULT, RULE):
+        label = _short(p.choice.get(who, "-")) + ("*" if len(p.choices.get(who, {})) > 1
+                                                   else "")
+        time_s = (">" if who in p.timed_out else "") + _s(p.chosen_s[who])
+        parts.append(f"{label:18s}{time_s:>10s} {p.penalty(who):7.2f}")
+    return f"   {p.example:14s}{p.n:9d}{cells}  | {parts[0]} | {parts[1]}"
+
+
+def summarize(points: Sequence[Point], who: str) -> dict:
+    penalties = [p.penalty(who) for p in points]
+    if not penalties:
+        return {"geomean": None, "max": None, "mispredicted": 0, "points": 0}
+    return {"geomean": math.exp(sum(map(math.log, penalties)) / len(penalties)),
+            "max": max(penalties),
+            "mispredicted": sum(x > THRESHOLD for x in penalties), "points": len(penalties)}
+
+
+def _mode_summary(mode: str, points: Sequence[Point]) -> str:
+    parts = []
+    for who, title in ((DEFAULT, "ACM"), (RULE, "rule")):
+        s = summarize(points, who)
+        if s["points"]:
+            parts.append(f"{title}: geomean {s['geomean']:.3f}, max {s['max']:.2f}, "
+                         f"mispredicted {s['mispredicted']} of {s['points']} "
+                         f"({s['mispredicted'] / s['points']:.0%})")
+    return f"   {mode}: " + "; ".join(parts)
+
+
+def final_line(modes: Sequence[Mode], who: str) -> str:
+    """``ACM: warm X/Y, first-call X/Y, loaded X/Y (geomean/max penalty), mispredicted Z of N``
+    (``-/-`` for a mode not run)."""
+    title = "ACM" if who == DEFAULT else "rule"
+    cells, wrong, total = [], 0, 0
+    by_name = {m.name: m for m in modes}
+    for name in MODES:
+        s = summarize(by_name[name].points if name in by_name else [], who)
+        cells.append(f"{name} {s['geomean']:.2f}/{s['max']:.2f}" if s["points"]
+                     else f"{name} -/-")
+        wrong += s["mispredicted"]
+        total += s["points"]
+    return (f"{title}: {', '.join(cells)} (geomean/max penalty), mispredicted {wrong} of "
+            f"{total}")
+
+
+def write_results(prefix: Path, report: Report, modes: Sequence[Mode], meta: dict) -> None:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    prefix.with_suffix(".txt").write_text("\n".join(report.lines) + "\n")
+    data = {"meta": meta, "modes": [
+        {"mode": m.name, "load_start": m.load_start, "load_end": m.load_end, "note": m.note,
+         "summary": {who: summarize(m.points, who) for who in (DEFAULT, RULE)},
+         "points": [{**asdict(p), "oracle": p.oracle,
+                     "penalty": {who: p.penalty(who) for who in (DEFAULT, RULE)}}
+                    for p in m.points]}
+        for m in modes]}
+    prefix.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
+
+
+# -- main ------------------------------------------------------------------------------------------
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_selection",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="three small sizes per example, two rounds, one first call each "
+                        "(about 1.5 minutes)")
+    parser.add_argument("--only", nargs="+", metavar="NAME", choices=[c.name for c in CASES],
+                        help="examples to run (default: all twelve)")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--rounds", type=int, help="timed rounds of warm calls (default 5, "
+                        f"fewer where a point would take over {POINT_BUDGET_S:g} s; --quick: 2)")
+    parser.add_argument("--first-rounds", type=int,
+                        help="new processes per contender in first-call mode (default 2; "
+                        "--quick: 1)")
+    parser.add_argument("--burst", type=float, default=0.02,
+                        help="per round, each contender is called back to back for this many "
+                        "seconds (once at least; default 0.02)")
+    parser.add_argument("--python-cap", type=float, default=2.0,
+                        help="plain Python is not timed where it would take longer (seconds)")
+    parser.add_argument("--limit", type=float, default=10.0,
+                        help=f"a default kernel's call is cut short past the longer of this "
+                        f"(seconds, default 10) and {LIMIT_FACTOR:g} times the fastest "
+                        "variant's time, and that time recorded as a lower bound")
+    parser.add_argument("--max-mib", type=float, default=512,
+                        help="sizes whose inputs would pass this are left out")
+    parser.add_argument("--no-calibration", action="store_true",
+                        help="do not calibrate a machine that has no calibration (the model "
+                        "then runs on its defaults; for smoke tests)")
+    parser.add_argument("--out", type=Path, help="write PREFIX.txt and PREFIX.json (default "
+                        "for a complete run: benchmarks/results/selection)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = _parser().parse_args(argv)
+    from asp_core.platform import query_platform
+
+    settings = Settings(rounds=args.rounds or (2 if args.quick else 5),
+                        first_rounds=args.first_rounds or (1 if args.quick else 2),
+                        burst=args.burst, python_cap=args.python_cap, limit=args.limit,
+                        max_bytes=args.max_mib * 2**20, quick=args.quick)
+    cases = [case_named(name) for name in args.only] if args.only else list(CASES)
+    complete = not args.quick and not args.only and set(args.modes) == set(MODES)
+    out_prefix = args.out or (RESULTS if complete else None)
+
+    report = Report()
+    started = time.perf_counter()
+    load_start = os.getloadavg()
+    platform = query_platform().summary()
+    report.line(platform)
+    report.line(f"affinity mask: {len(os.sched_getaffinity(0))} cores; variants: "
+                f"{', '.join(forced_variants())}")
+    report.line(f"load average at start: {_load(load_start)}")
+    calibration = ("not ensured (--no-calibration)" if args.no_calibration
+                   else ensure_calibration())
+    report.line(f"cost model parameters: {calibration} (ASP_CALIBRATE=0 in every process "
+                "timed)")
+    report.line(f"settings: {'quick, ' if args.quick else ''}rounds {settings.rounds} "
+                f"(first-call {settings.first_rounds}), bursts of {settings.burst} s, Python "
+                f"cap {settings.python_cap} s, inputs up to {args.max_mib:g} MiB; a penalty "
+                f"above {THRESHOLD} is a misprediction")
+    report.line("times: best of the rounds; ACM/rule: the default kernel's own calls (* the "
+                "choice changed during the timed calls; > cut short); pen: its time over the "
+                "fastest variant's")
+    report.line("")
+    modes = [run_mode(mode, cases, settings, report) for mode in MODES if mode in args.modes]
+    load_end = os.getloadavg()
+    report.line(f"load average at end: {_load(load_end)}; run time "
+                f"{time.perf_counter() - started:.0f} s")
+    report.line(f"targets: geomean penalty <= {TARGET_GEOMEAN} and max <= {TARGET_MAX} in "
+                "every mode")
+    report.line(final_line(modes, RULE))
+    report.line(final_line(modes, DEFAULT))
+    meta = {"argv": sys.argv[1:] if argv is None else list(argv), "platform": platform,
+            "load_start": load_start, "load_end": load_end, "threshold": THRESHOLD,
+            "settings": asdict(settings), "cases": [c.name for c in cases],
+            "variants": forced_variants(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "run_s": time.perf_counter() - started}
+    if out_prefix is not None:
+        write_results(out_prefix, report, modes, meta)
+        print(f"written: {out_prefix.with_suffix('.txt')}, {out_prefix.with_suffix('.json')}")
+    return {"modes": modes, "meta": meta,
+            "summary": {m.name: {who: summarize(m.points, who) for who in (DEFAULT, RULE)}
+                        for m in modes}}
+
+
+if __name__ == "__main__":
+    main()

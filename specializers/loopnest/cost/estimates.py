@@ -1,0 +1,102 @@
+"""The cost model's answer for one call of a nest: an ``Estimate`` per variant it could run.
+
+``NestEstimator`` (one per nest runner) turns a call's signature and binding into estimates
+for ``asp_core.selection``: the original code (label ``original``), serial C (``c``) and OpenMP
+C at each useful thread count (``openmp@2`` ...: 2 up to the cores other processes leave free,
+``asp_core.platform.usable_threads``), each with its predicted time (``cost.models``), its main
+terms and, where it is not built yet, its build time. The profile of a binding and signature is
+computed once and kept; a warm call looks it up and checks which variants are built.
+
+A variant this machine cannot run is not offered: no C compiler, no OpenMP, OpenMP in a
+process forked where it cannot run, no parallel loop for OpenMP to share. Where compiled code
+cannot take the call at all (an unsupported dtype ...), ``estimates`` returns None and the
+dispatcher's fallback states the reason, as without a cost model.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, Hashable
+
+from asp_core import forking
+from asp_core.lru import LRUCache
+from asp_core.platform import usable_threads
+from asp_core.selection import Estimate
+
+from . import models
+from .machine import machine
+
+ORIGINAL = "original"
+#: Profiles kept per nest runner (one per binding and call signature).
+PROFILES = 64
+
+
+@functools.lru_cache(maxsize=1)
+def compiled_available() -> tuple[bool, bool]:
+    """(a C compiler, OpenMP) on this machine."""
+    from asp_core.platform import query_platform
+
+    info = query_platform()
+    return bool(info.c_compiler), bool(info.openmp)
+
+
+def openmp_label(threads: int) -> str:
+    return f"openmp@{threads}"
+
+
+def parse_label(label: str) -> tuple[str, int | None]:
+    """``"openmp@2"`` -> ("openmp", 2); ``"c"`` -> ("c", None)."""
+    backend, _, threads = label.partition("@")
+    return backend, int(threads) if threads else None
+
+
+class NestEstimator:
+    """Estimates for the calls of one nest (see the module)."""
+
+    def __init__(self, analysis, profile_of: Callable[[Hashable], models.NestProfile | None]):
+        self.analysis = analysis
+        self._profile_of = profile_of   # (types, key) -> profile, None if compiled code cannot
+        self._profiles = LRUCache(PROFILES)
+
+    def profile(self, signature: Hashable) -> models.NestProfile | None:
+        found = self._profiles.recent.get(signature, False)
+        if found is False:
+            found = self._profiles.get(signature, False)
+            if found is False:
+                found = self._profiles.put(signature, self._profile_of(signature))
+        return found
+
+    def estimates(self, signature: Hashable, built: Callable[[str], bool],
+                  on_disk: Callable[[str], bool] | None = None) -> tuple[Estimate, ...] | None:
+        """The estimates for a call with ``signature`` ((types, binding key)); ``built(label)``
+        says whether a variant is in memory, ``on_disk(label)`` whether it need only be loaded."""
+        profile = self.profile(signature)
+        if profile is None:
+            return None
+        m = machine()
+        size = profile.size_class
+        seconds, terms = models.python_cost(profile, m)
+        fixed = terms.pop("entering the nest")   # not part of what the kernel times
+        out = [Estimate(ORIGINAL, seconds - fixed, terms, size_class=size, fixed_s=fixed)]
+        compiler, openmp = compiled_available()
+        if not compiler:
+            return tuple(out)
+        build = models.build_seconds(profile, m)
+        load = min(build, LOAD_SECONDS)
+
+        def cost_to_build(label: str) -> float:
+            if built(label):
+                return 0.0
+            return load if on_disk is not None and on_disk(label) else build
+
+        out.append(Estimate("c", *models.c_cost(profile, m, 1), cost_to_build("c"), size))
+        if openmp and profile.regions and not forking.openmp_unusable():
+            for threads in range(2, usable_threads() + 1):
+                label = openmp_label(threads)
+                out.append(Estimate(label, *models.openmp_cost(profile, m, threads),
+                                    cost_to_build(label), size))
+        return tuple(out)
+
+
+#: Generating a variant and loading it from the disk cache (no compile), seconds.
+LOAD_SECONDS = 0.03

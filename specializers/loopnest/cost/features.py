@@ -1,0 +1,109 @@
+"""What one instance of each statement does, counted by operation kind (static, per nest).
+
+The per-instance costs of the ALPyNA cost model (``I_int(s)``, ``I_cpu(s)``) are sums over a
+statement's operations of a time per *kind* of operation, measured per machine
+(``cost.machine``). The kinds:
+
+* ``load`` / ``store``: an array element read / written;
+* ``index``: arithmetic inside subscripts (Python builds the index tuple; C strength-reduces);
+* ``arith``: ``+ - *`` and unary minus; ``div``: ``/ // %``; ``pow``: ``**``;
+* ``cmp``: comparisons; ``logic``: ``and or not`` and conditional expressions;
+* ``math``: transcendental functions (``math.exp``, ``np.log`` ...), ``math_cheap``: those a
+  C compiler turns into a few instructions (``sqrt``, ``fabs``, ``floor``, ``min``, ``max``,
+  ``abs`` ...); ``conv``: ``int()``, ``float()``, ``bool()`` and NumPy type conversions;
+* ``scalar``: a read or write of a scalar the nest keeps in a variable.
+
+``statement_features(stmt)`` returns the counts of one statement; a statement under an ``if``
+(a predicate) also reads its predicate. Pure functions of the DAST.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from .. import dast as d
+
+KINDS = ("load", "store", "index", "arith", "div", "pow", "cmp", "logic", "math",
+         "math_cheap", "conv", "scalar")
+#: Counted too, but priced apart (``MachineParams.py_subscript_ns``): subscripts beyond the
+#: first of an element access (Python builds and unpacks the index tuple).
+SUBSCRIPT = "subscript"
+
+#: Calls a C compiler makes into a few instructions.
+CHEAP_CALLS = frozenset({
+    "abs", "min", "max", "math.sqrt", "math.fabs", "math.floor", "math.ceil", "math.trunc",
+    "math.copysign", "math.isnan", "math.isinf", "math.isfinite", "math.degrees", "math.radians",
+    "numpy.sqrt", "numpy.abs", "numpy.absolute", "numpy.fabs", "numpy.floor", "numpy.ceil",
+    "numpy.trunc", "numpy.minimum", "numpy.maximum", "numpy.fmin", "numpy.fmax",
+    "numpy.copysign", "numpy.square", "numpy.sign", "numpy.isnan", "numpy.isinf",
+    "numpy.isfinite", "numpy.degrees", "numpy.radians"})
+CONVERSIONS = frozenset({
+    "int", "float", "bool", "numpy.float32", "numpy.float64", "numpy.int8", "numpy.int16",
+    "numpy.int32", "numpy.int64", "numpy.uint8", "numpy.uint16", "numpy.uint32",
+    "numpy.uint64", "numpy.bool_"})
+_ARITH = {"+": "arith", "-": "arith", "*": "arith", "/": "div", "//": "div", "%": "div",
+          "**": "pow"}
+
+
+@dataclass(frozen=True)
+class Features:
+    """Operation counts of one instance of a statement, as ``(kind, count)`` pairs."""
+
+    counts: tuple[tuple[str, int], ...]
+    math_calls: tuple[str, ...] = ()   # the transcendental functions called (vector loops)
+
+    def __getitem__(self, kind: str) -> int:
+        return dict(self.counts).get(kind, 0)
+
+    def cost(self, ns: dict) -> float:
+        """Nanoseconds per instance at ``ns`` per operation of each kind."""
+        return sum(n * ns.get(kind, 0.0) for kind, n in self.counts)
+
+
+def statement_features(stmt: d.Assign) -> Features:
+    counts: Counter[str] = Counter()
+    calls: list[str] = []
+
+    def visit(expr: d.Expr, index: bool = False) -> None:
+        if isinstance(expr, d.ArrayRef):
+            counts["load"] += 1
+            counts[SUBSCRIPT] += max(0, len(expr.index) - 1)
+            for sub in expr.index:
+                visit(sub, True)
+            return
+        if isinstance(expr, d.Var):
+            counts["scalar"] += 1
+            return
+        if isinstance(expr, (d.Const, d.Shape)):
+            return
+        if isinstance(expr, d.BinOp):
+            counts["index" if index and expr.op in "+-*" else _ARITH[expr.op]] += 1
+        elif isinstance(expr, d.UnaryOp):
+            counts["logic" if expr.op == "not" else "index" if index else "arith"] += 1
+        elif isinstance(expr, d.Compare):
+            counts["cmp"] += 1
+        elif isinstance(expr, (d.BoolOp, d.IfExp)):
+            counts["logic"] += 1
+        elif isinstance(expr, d.Call):
+            if expr.func in CONVERSIONS:
+                counts["conv"] += 1
+            elif expr.func in CHEAP_CALLS:
+                counts["math_cheap"] += max(1, len(expr.args) - 1)
+            else:
+                counts["math"] += 1
+                calls.append(expr.func)
+        for child in expr.children():
+            visit(child, index)
+
+    visit(stmt.value)
+    if isinstance(stmt.target, d.ArrayRef):  # (``A[i] += x`` is lowered as A[i] = A[i] + x)
+        counts["store"] += 1
+        counts[SUBSCRIPT] += max(0, len(stmt.target.index) - 1)
+        for sub in stmt.target.index:
+            visit(sub, True)
+    else:
+        counts["scalar"] += 1
+    if stmt.predicate:
+        counts["scalar"] += 1
+    return Features(tuple(sorted(counts.items())), tuple(calls))

@@ -1,0 +1,312 @@
+"""The ALPyNA cost model (ACM) of a loop nest: a predicted time per variant kind.
+
+``profile(analysis, plan, types)`` gathers, once per binding and call signature, everything the
+cost functions need (``NestProfile``): per statement its exact number of instances
+(``cost.domain``), its operations by kind (``cost.features``), the bytes it moves per instance
+and whether the compiler can vectorize it; per loop its iterations; the parallel regions,
+barriers and work imbalance of the OpenMP schedule; the arrays' footprint.
+
+Each variant kind has one cost function, registered in ``COSTS`` (a device variant adds its
+own; nothing else changes). Each returns the predicted seconds and its main terms:
+
+* ``python`` (the original code, in the interpreter), after the paper's equations 2-3:
+  per statement, instances times the interpreter's time per operation of each kind, plus the
+  loop iterations and the cost of entering the nest;
+* ``c`` (serial C), after equations 4-5, relative to measured compiled-code times per
+  operation kind, with a roofline memory term: the time is the larger of compute (divided by
+  the vector speed-up for vectorizable inner loops) and bytes moved over the bandwidth of one
+  thread (or of the cache, for a footprint that fits), plus the compiled call's fixed cost;
+* ``openmp`` at ``threads`` threads: the parallel statements' compute split over the threads
+  (times the imbalance of static scheduling over triangular loops), the serial statements'
+  compute on one thread, memory over the bandwidth of that many threads, plus fork/join per
+  parallel region entered and a barrier per worksharing loop and ``single`` block entered.
+
+Compile time: ``build_seconds`` predicts the compile of a variant from the size of its source.
+All times from ``cost.machine.MachineParams``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from ..analysis.binding import DIRECT, SHIFTED
+from ..schedule.tree import SLoop, SStmt
+from . import domain
+from .features import SUBSCRIPT, Features, statement_features
+from .machine import MachineParams
+
+#: Bytes a strided or unpredictable access moves (a cache line).
+LINE = 64
+#: Lines of the generated C module around the nest itself (runtime helpers).
+MODULE_LINES = 400
+
+
+@dataclass(frozen=True)
+class StatementProfile:
+    sid: int
+    instances: int
+    features: Features
+    bytes: float              # bytes moved from memory per instance (streaming accesses)
+    vector: bool              # its innermost loop is one a compiler vectorizes
+    vector_omp: bool          # ... in the OpenMP variant (which vectorizes math calls too)
+    parallel: bool            # it runs inside a parallel loop (OpenMP shares it)
+
+
+@dataclass(frozen=True)
+class NestProfile:
+    statements: tuple[StatementProfile, ...]
+    iterations: int           # loop iterations, all loops
+    regions: int              # parallel regions entered (OpenMP)
+    barriers: int             # barriers met (OpenMP: worksharing loops, single blocks)
+    imbalance: float          # the busiest thread's share of parallel work over the mean
+    footprint: int            # bytes of the arrays the nest touches
+    work: int                 # statement instances
+    exact: bool               # every count exact (else sampled)
+    lines: int                # lines of generated C (estimated)
+
+    @property
+    def size_class(self) -> int:
+        """Calls whose work is within a factor of 4 share online corrections."""
+        return int(math.log(max(self.work, 1), 4))
+
+
+def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> NestProfile:
+    """The counts of one nest for one binding (``plan``) and call types (``types``)."""
+    loops = plan.bound.loops
+    schedule = plan.schedule
+    chains = _schedule_chains(schedule)
+    statements = []
+    exact = True
+    for st in analysis.access.statements:
+        stmt = analysis.statements[st.sid]
+        count = domain.count(st.loops, loops)
+        exact = exact and count.exact
+        chain = chains.get(st.sid, ())
+        inner = chain[-1] if chain else None
+        parallel = any(node.parallel for node in chain)
+        moved, unit = _bytes(analysis, plan, types, st.sid, inner, layouts or {})
+        feats = statement_features(stmt)
+        vector = unit and inner is not None and not feats["math"] and not feats["div"] and \
+            not feats["conv"] and st.predicate is None
+        vector_omp = unit and inner is not None and inner.parallel and len(chain) == 1 and \
+            st.predicate is None
+        statements.append(StatementProfile(st.sid, count.instances, feats, moved,
+                                           vector, vector_omp or vector and parallel,
+                                           parallel))
+    iterations = 0
+    for lid in loops:
+        chain = _source_chain(lid, loops)
+        iterations += domain.count(chain, loops).instances
+    regions, barriers, imbalance = _openmp_structure(analysis, plan, chains)
+    footprint = 0
+    for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
+        footprint += math.prod(shape) * types.arrays[name].dtype.itemsize
+    work = sum(s.instances for s in statements)
+    lines = MODULE_LINES + 30 + 4 * len(statements) + 4 * len(loops)
+    return NestProfile(tuple(statements), iterations, regions, barriers, imbalance, footprint,
+                       work, exact, lines)
+
+
+def _source_chain(lid: int, loops) -> tuple[int, ...]:
+    chain = [lid]
+    while loops[chain[-1]].parent >= 0:
+        chain.append(loops[chain[-1]].parent)
+    return tuple(reversed(chain))
+
+
+def _schedule_chains(schedule) -> dict[int, tuple[SLoop, ...]]:
+    """Per statement, the schedule loops around it, outermost first."""
+    out: dict[int, tuple[SLoop, ...]] = {}
+
+    def visit(node, chain: tuple[SLoop, ...]) -> None:
+        if isinstance(node, SStmt):
+            out[node.sid] = chain
+        else:
+            for child in node.body:
+                visit(child, chain + (node,))
+
+    for node in schedule.root:
+        visit(node, ())
+    return out
+
+
+def _bytes(analysis, plan, types, sid: int, inner: SLoop | None, layouts) -> tuple[float, bool]:
+    """(bytes per instance from memory, whether every access has unit or zero stride along
+    the innermost loop): invariant accesses stay in registers, unit-stride ones stream their
+    element, others cost a cache line."""
+    moved = 0.0
+    unit = True
+    info = analysis.access.statement(sid)
+    for acc, bound in zip(info.accesses, plan.bound.accesses[sid]):
+        size = types.arrays[acc.array].dtype.itemsize
+        if inner is None:
+            moved += size
+            continue
+        strides = []
+        known = True
+        for dim, mode in zip(bound.dims, bound.modes):
+            if dim is None or mode not in (DIRECT, SHIFTED):
+                known = False
+                break
+            strides.append(dim.as_dict().get(inner.lid, 0))
+        if not known:
+            moved += LINE
+            unit = False
+        elif not any(strides):
+            continue                       # invariant in the inner loop
+        elif all(s == 0 for s in strides[:-1]) and abs(strides[-1]) == 1 and \
+                layouts.get(acc.array, "C") == "C":
+            moved += size
+        else:
+            moved += min(LINE, size * max(abs(s) for s in strides if s) * 8)
+            unit = False
+    return moved, unit
+
+
+def _openmp_structure(analysis, plan, chains) -> tuple[int, int, float]:
+    """(parallel regions entered, barriers met, imbalance) of the OpenMP variant, after the
+    emitter's rules (``codegen.openmp``): a top-level parallel loop is a region entered once;
+    a top-level sequential loop around parallel loops is one region, in which each parallel
+    loop is a worksharing loop (a barrier per entry) and statements or sequential loops at
+    region level run in ``single`` blocks (a barrier per entry)."""
+    loops = plan.bound.loops
+    regions = barriers = 0
+    imbalance = 1.0
+
+    def statements_under(node) -> list[int]:
+        if isinstance(node, SStmt):
+            return [node.sid]
+        return [sid for child in node.body for sid in statements_under(child)]
+
+    def entries(ancestors: tuple[SLoop, ...]) -> int:
+        if not ancestors:
+            return 1
+        lids = {a.lid for a in ancestors}
+        chain = tuple(l for l in _longest_chain(ancestors, loops) if l in lids)
+        return domain.count(chain, loops).instances
+
+    def has_parallel(node) -> bool:
+        return isinstance(node, SLoop) and (node.parallel or any(map(has_parallel, node.body)))
+
+    def region_level(node, ancestors: tuple[SLoop, ...]) -> None:
+        nonlocal barriers, imbalance
+        if isinstance(node, SLoop) and node.parallel:
+            barriers += entries(ancestors)
+            imbalance = max(imbalance, _imbalance(analysis, loops, node, statements_under(node)))
+        elif isinstance(node, SLoop) and has_parallel(node):
+            for child in node.body:
+                region_level(child, ancestors + (node,))
+        else:
+            barriers += entries(ancestors)   # a single block (one thread runs it)
+
+    for node in plan.schedule.root:
+        if not has_parallel(node):
+            continue
+        regions += 1
+        if node.parallel:
+            imbalance = max(imbalance, _imbalance(analysis, loops, node, statements_under(node)))
+        else:
+            for child in node.body:
+                region_level(child, (node,))
+    return regions, barriers, imbalance
+
+
+def _longest_chain(ancestors: tuple[SLoop, ...], loops) -> tuple[int, ...]:
+    """The source chain of the innermost ancestor (its enclosing source loops included)."""
+    return _source_chain(ancestors[-1].lid, loops)
+
+
+#: Threads the imbalance is computed for (the work split of static scheduling).
+IMBALANCE_THREADS = 2
+
+
+def _imbalance(analysis, loops, node: SLoop, sids: list[int], threads: int = 0) -> float:
+    """The busiest thread's share of the work of parallel loop ``node`` split into contiguous
+    chunks (OpenMP's static schedule), over the mean; 1.0 for balanced loops."""
+    threads = threads or IMBALANCE_THREADS
+    total = None
+    for sid in sids:
+        chain = analysis.access.statement(sid).loops
+        if node.lid not in chain:
+            continue
+        work = domain.per_iteration(chain, loops, node.lid)
+        if work is None:
+            return 1.0
+        total = work if total is None else total + work
+    if total is None or len(total) < threads or not total.sum():
+        return 1.0
+    chunks = [c.sum() for c in _split(total, threads)]
+    return float(max(chunks) / (total.sum() / threads))
+
+
+def _split(values, parts: int):
+    size = -(-len(values) // parts)
+    return [values[k:k + size] for k in range(0, len(values), size)]
+
+
+# -- cost functions -------------------------------------------------------------------------------
+
+Prediction = tuple[float, dict[str, float]]
+
+
+def python_cost(p: NestProfile, m: MachineParams, threads: int = 1) -> Prediction:
+    statements = sum(s.instances * (m.py_statement_ns + s.features.cost(m.py_op_ns) +
+                                    s.features[SUBSCRIPT] * m.py_subscript_ns)
+                     for s in p.statements)
+    loops = p.iterations * m.py_iteration_ns
+    terms = {"statements": statements * 1e-9, "loop iterations": loops * 1e-9,
+             "entering the nest": m.py_call_ns * 1e-9}
+    return sum(terms.values()), terms
+
+
+def _compute_ns(s: StatementProfile, m: MachineParams, vector: bool) -> float:
+    per = s.features.cost(m.c_op_ns)
+    return s.instances * (per / m.vector_speedup if vector else per)
+
+
+def _memory_s(p: NestProfile, m: MachineParams, threads: int) -> float:
+    moved = sum(s.instances * s.bytes for s in p.statements)
+    if p.footprint <= m.cache_bytes:
+        rate = m.cache_bandwidth * min(threads, 2)
+    else:
+        rate = m.per_thread(m.bandwidth, threads)
+    return moved / rate
+
+
+def c_cost(p: NestProfile, m: MachineParams, threads: int = 1) -> Prediction:
+    compute = sum(_compute_ns(s, m, s.vector) for s in p.statements) * 1e-9
+    compute += p.iterations * m.c_iteration_ns * 1e-9
+    memory = _memory_s(p, m, 1)
+    terms = {"compute": compute, "memory": memory, "call": m.c_call_ns * 1e-9}
+    return max(compute, memory) + terms["call"], terms
+
+
+def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2) -> Prediction:
+    parallel = sum(_compute_ns(s, m, s.vector_omp) for s in p.statements if s.parallel) * 1e-9
+    serial = sum(_compute_ns(s, m, s.vector) for s in p.statements if not s.parallel) * 1e-9
+    share = parallel * p.imbalance / threads
+    compute = share + serial + p.iterations * m.c_iteration_ns * 1e-9 / threads
+    memory = _memory_s(p, m, threads)
+    regions = p.regions * m.per_thread(m.omp_fork_ns, threads) * 1e-9
+    barriers = p.barriers * m.per_thread(m.omp_barrier_ns, threads) * 1e-9
+    wake = m.omp_wake_ns * 1e-9 if p.regions else 0.0  # the team slept since the last call
+    terms = {"parallel compute": share, "serial compute": serial, "memory": memory,
+             "regions": regions, "barriers": barriers, "waking the threads": wake,
+             "call": m.c_call_ns * 1e-9}
+    return max(compute, memory) + regions + barriers + wake + terms["call"], terms
+
+
+def build_seconds(p: NestProfile, m: MachineParams) -> float:
+    """Predicted time to generate and compile one variant of the nest."""
+    return m.compile_base_s + m.compile_per_line_s * max(0, p.lines - MODULE_LINES)
+
+
+#: Cost function per variant kind: (profile, machine, threads) -> (seconds, terms).
+COSTS: dict[str, Callable[[NestProfile, MachineParams, int], Prediction]] = {
+    "python": python_cost,
+    "c": c_cost,
+    "openmp": openmp_cost,
+}

@@ -1,0 +1,110 @@
+"""selection: the choice among estimates, online correction with re-probing, and the
+rent-or-buy rule for variants not built yet (its 2-competitive bound, on call sequences)."""
+
+import math
+
+import pytest
+
+from asp_core import selection
+from asp_core.selection import Estimate, Selector
+
+
+def est(label, seconds, build_s=0.0, fixed_s=0.0, size=0):
+    return Estimate(label, seconds, {}, build_s, size, fixed_s)
+
+
+def test_the_fastest_built_variant_is_chosen():
+    s = Selector()
+    d = s.choose((est("python", 3e-3), est("c", 1e-3), est("omp", 2e-3)))
+    assert d.label == "c" and not d.build_now and d.build_later is None
+
+
+def test_a_slow_variant_is_corrected_and_left_and_the_choice_returns():
+    s = Selector()
+    estimates = (est("c", 1e-3), est("omp", 0.5e-3))
+    assert s.choose(estimates).label == "omp"
+    for _ in range(4):  # it runs 8x slower than predicted: a busy machine
+        s.observe(estimates[1], 4e-3)
+    assert s.choose(estimates).label == "c"
+    assert s.factor("omp", 0) > 4
+    for _ in range(100):  # the machine is quiet again; re-probing finds out
+        d = s.choose(estimates)
+        s.observe(next(e for e in estimates if e.label == d.label), 0.5e-3 if d.label == "omp"
+                  else 1e-3)
+    assert s.choose(estimates).label == "omp"
+
+
+def test_one_odd_measurement_moves_the_correction_a_little():
+    s = Selector()
+    e = est("c", 1e-3)
+    s.observe(e, 1e-3)
+    s.observe(e, 1.0)  # a 1000x outlier (a page fault storm, a preemption)
+    assert s.factor("c", 0) < math.exp(selection.MAX_STEP) + 1e-9
+
+
+def test_probing_is_bounded_and_spares_hopeless_variants():
+    s = Selector()
+    estimates = (est("c", 1e-3), est("near", 1.5e-3), est("hopeless", 1.0))
+    labels = [s.choose(estimates).label for _ in range(2000)]
+    assert "hopeless" not in labels
+    probes = labels.count("near")
+    assert 0 < probes < 2000 / selection.PROBE_EVERY
+
+
+def test_an_unmeasured_variant_is_probed_once_within_a_wider_factor():
+    s = Selector()
+    estimates = (est("c", 1e-3), est("prior_wrong", 8e-3))
+    labels = []
+    for _ in range(64):
+        d = s.choose(estimates)
+        labels.append(d.label)
+        chosen = next(e for e in estimates if e.label == d.label)
+        s.observe(chosen, 1e-3 if d.label == "c" else 0.2e-3)  # its prior was 40x off
+    assert labels[:15] == ["c"] * 15 and labels[-20:].count("prior_wrong") >= 19
+
+
+def test_fixed_costs_are_not_corrected():
+    s = Selector()
+    e = est("python", 1e-3, fixed_s=5e-3)
+    s.observe(e, 2e-3)
+    assert s.corrected(e) == pytest.approx(2e-3 + 5e-3)
+
+
+def test_a_build_that_pays_off_in_the_call_happens_now():
+    s = Selector()
+    d = s.choose((est("python", 2.0), est("c", 0.01, build_s=0.3)))
+    assert d.label == "c" and d.build_now
+
+
+def rent(s: Selector, python_s: float, fast_s: float, build_s: float, calls: int,
+         background: bool = False) -> float:
+    """Total time of ``calls`` calls under the selector (a build the call waits for counts)."""
+    total, built = 0.0, False
+    for _ in range(calls):
+        estimates = (est("python", python_s), est("c", fast_s, 0.0 if built else build_s))
+        d = s.choose(estimates, background=background)
+        if d.build_now or d.build_later:
+            total += build_s if d.build_now else 0.0
+            built = True
+        total += fast_s if d.label == "c" else python_s
+    return total
+
+
+@pytest.mark.parametrize("calls", [1, 3, 10, 30, 100, 1000])
+def test_rent_or_buy_is_within_twice_the_offline_optimum(calls):
+    python_s, fast_s, build_s = 0.02, 0.001, 0.3
+    ours = rent(Selector(), python_s, fast_s, build_s, calls)
+    optimum = min(calls * python_s, build_s + calls * fast_s)
+    assert ours <= 2 * optimum + 1e-9, (calls, ours, optimum)
+
+
+def test_with_background_builds_no_call_waits():
+    s = Selector()
+    decisions = []
+    for _ in range(30):
+        decisions.append(s.choose((est("python", 0.02), est("c", 0.001, 0.3)), background=True))
+        if decisions[-1].build_later:
+            s.building("c", True)  # the dispatcher starts it: asked for once
+    assert not any(d.build_now for d in decisions)
+    later = [k for k, d in enumerate(decisions) if d.build_later]
+    assert later == [15]  # the losses (0.019 per call) reached the build time at call 16

@@ -1,0 +1,48 @@
+"""benchmarks.bench_selection runs end to end and reports what it promises (quick mode, one
+example, warm calls); the penalties are not judged here: targets belong to the printout."""
+
+import json
+import re
+
+from benchmarks import bench_selection
+from benchmarks.bench_selection import DEFAULT, RULE, Mode, Point, final_line, summarize
+from benchmarks.selection_worker import forced_variants
+
+SUMMARY = re.compile(r"ACM: warm \d+\.\d\d/\d+\.\d\d, first-call -/-, loaded -/- "
+                     r"\(geomean/max penalty\), mispredicted \d+ of 3")
+
+
+def test_benchmark_runs(capsys, tmp_path):
+    results = bench_selection.main(["--quick", "--only", "vadd", "--modes", "warm",
+                                    "--no-calibration", "--out", str(tmp_path / "sel")])
+    (mode,) = results["modes"]
+    assert mode.name == "warm" and [p.n for p in mode.points] == [16, 256, 4096]
+    for point in mode.points:
+        assert set(point.times) | set(point.skipped) == set(forced_variants())
+        assert all(t > 0 for t in point.times.values())
+        assert point.chosen_s[DEFAULT] > 0 and point.chosen_s[RULE] > 0
+        assert point.choice[DEFAULT] and point.choice[RULE]
+    out = capsys.readouterr().out.splitlines()
+    assert SUMMARY.fullmatch(out[-2]), out[-2]  # the last line of the report
+    assert out[-1].startswith("written: ")
+    assert (tmp_path / "sel.txt").read_text().splitlines()[-1] == out[-2]
+    data = json.loads((tmp_path / "sel.json").read_text())
+    assert [p["n"] for p in data["modes"][0]["points"]] == [16, 256, 4096]
+
+
+def _point(n, fastest, acm, rule):
+    return Point("x", n, times={"python": 10.0, "c": fastest},
+                 chosen_s={DEFAULT: acm, RULE: rule})
+
+
+def test_penalties_and_summary_line():
+    points = [_point(1, 1.0, 1.0, 2.0), _point(2, 2.0, 2.2, 2.0), _point(4, 1.0, 4.0, 1.0)]
+    assert [p.penalty(DEFAULT) for p in points] == [1.0, 1.1, 4.0]
+    s = summarize(points, DEFAULT)
+    assert s["mispredicted"] == 2 and s["points"] == 3 and s["max"] == 4.0
+    assert abs(s["geomean"] - (1.0 * 1.1 * 4.0) ** (1 / 3)) < 1e-12
+    modes = [Mode("warm", points, (0, 0, 0), (0, 0, 0)), Mode("loaded", points[:1], (0, 0, 0),
+                                                               (0, 0, 0))]
+    assert final_line(modes, DEFAULT) == ("ACM: warm 1.64/4.00, first-call -/-, loaded "
+                                          "1.00/1.00 (geomean/max penalty), mispredicted 2 of 4")
+    assert final_line(modes, RULE).startswith("rule: warm 1.26/2.00,")
