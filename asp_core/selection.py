@@ -52,6 +52,8 @@ PROBE_FAR = 20.0
 SURPRISE = math.log(2.0)
 #: The most one measurement moves a correction (in log: a factor of e**0.5 = 1.65).
 MAX_STEP = 0.5
+#: A correction resting on SETTLED measurements is updated by one call in SAMPLE.
+SETTLED, SAMPLE = 16, 4
 #: A correction moving by more than this (in log) lets the choice be made again.
 EPOCH_STEP = 0.25
 
@@ -79,11 +81,20 @@ class Decision:
     estimates: tuple[Estimate, ...] = ()
     corrected: Mapping[str, float] = field(default_factory=dict)  # label -> corrected seconds
 
+    stable: bool = False            # a plain choice, which the next calls may repeat
+    estimate: Estimate | None = field(default=None, compare=False)  # (set from the others)
+
+    def __post_init__(self) -> None:
+        chosen = next((e for e in self.estimates if e.label == self.label), None)
+        object.__setattr__(self, "estimate", chosen)
+
 
 @dataclass
 class _Correction:
     log_ratio: float = 0.0
     samples: int = 0
+    skipped: int = 0
+    last: float = 0.0     # the last measurement's surprise (0: none)
 
 
 class Selector:
@@ -94,6 +105,8 @@ class Selector:
         self._losses: dict[str, float] = {}    # label -> seconds lost not having it built
         self._calls = 0
         self._period = PROBE_EVERY
+        self._next_probe = PROBE_EVERY
+        self._probes = 0
         self._last_choice: str | None = None
         self._building: set[str] = set()
         # The last decision between variants all built, kept while nothing it rests on
@@ -101,6 +114,7 @@ class Selector:
         # a warm call then costs one comparison.
         self._epoch = 0
         self._memo: tuple | None = None
+        self.pinned: str | None = None   # a variant chosen whatever the estimates (pin())
 
     # -- corrections ---------------------------------------------------------------------------
 
@@ -124,29 +138,63 @@ class Selector:
         found = self._corrections.get((label, size_class))
         return found is not None and found.samples > 0
 
-    def observe(self, estimate: Estimate, measured_s: float) -> None:
-        """A call of ``estimate.label`` took ``measured_s`` seconds."""
+    def observe(self, estimate: Estimate, measured_s: float) -> bool:
+        """A call of ``estimate.label`` took ``measured_s`` seconds. Returns whether it
+        surprised the model (a factor ``SURPRISE`` from its correction): the dispatcher then
+        stops skipping the choice. One odd call (a page fault, a preemption) moves a
+        correction by ``MAX_STEP`` at most; two surprises in a row in one direction move it
+        freely. Once a correction rests on ``SETTLED`` measurements, unsurprising calls update
+        it one in ``SAMPLE`` (warm calls stay cheap)."""
         if estimate.seconds <= 0 or measured_s <= 0:
-            return
-        ratio = min(max(measured_s / estimate.seconds, 1 / MAX_CORRECTION), MAX_CORRECTION)
-        entry = self._corrections.setdefault((estimate.label, estimate.size_class),
-                                             _Correction())
-        weight = 1.0 if not entry.samples else ALPHA
+            return False
+        key = (estimate.label, estimate.size_class)
+        entry = self._corrections.get(key)
+        if entry is None:
+            entry = self._corrections[key] = _Correction()
+        ratio = measured_s / estimate.seconds
+        ratio = MAX_CORRECTION if ratio > MAX_CORRECTION else \
+            1 / MAX_CORRECTION if ratio < 1 / MAX_CORRECTION else ratio
         surprise = math.log(ratio) - entry.log_ratio
-        if entry.samples and abs(surprise) > SURPRISE:  # things changed: look again soon
+        surprised = entry.samples > 0 and abs(surprise) > SURPRISE
+        if not surprised and entry.samples >= SETTLED:
+            entry.skipped += 1
+            if entry.skipped < SAMPLE:
+                entry.last = 0.0
+                return False
+            entry.skipped = 0
+        step = surprise if not entry.samples else ALPHA * surprise
+        if surprised:  # things changed: look again soon
             self._period = PROBE_EVERY
-        step = weight * surprise
-        if entry.samples:  # one odd call (a page fault, a preemption) moves it a little only
-            step = min(max(step, -MAX_STEP), MAX_STEP)
+            self._next_probe = min(self._next_probe, self._calls + PROBE_EVERY)
+            confirmed = entry.last * surprise > 0
+            entry.last = surprise
+            if not confirmed:
+                step = min(max(step, -MAX_STEP), MAX_STEP)
+        else:
+            entry.last = 0.0
+            if entry.samples:
+                step = min(max(step, -MAX_STEP), MAX_STEP)
         entry.log_ratio += step
         entry.samples += 1
         if abs(step) > EPOCH_STEP:
             self._epoch += 1
+        return surprised
 
     def measurements(self, label: str) -> int:
         return sum(c.samples for (l, _), c in self._corrections.items() if l == label)
 
     # -- the choice ----------------------------------------------------------------------------
+
+    def skipped(self, calls: int) -> None:
+        """``calls`` calls ran the last choice without asking (the dispatcher's fast path):
+        they count for the re-probing schedule."""
+        self._calls += calls
+
+    def pin(self, label: str | None) -> None:
+        """Choose ``label`` on every call (None: choose again), keeping every other part of
+        the bookkeeping: for calibrating what the paths of two variants cost."""
+        self.pinned = label
+        self._memo = None
 
     def building(self, label: str, running: bool) -> None:
         """A background build of ``label`` started (``running``) or ended."""
@@ -160,11 +208,17 @@ class Selector:
         self._calls += 1
         memo = self._memo
         if memo is not None and memo[0] is estimates and memo[1] == self._epoch and \
-                self._calls % self._period:
+                self._calls < self._next_probe:
             return memo[2]
         if not estimates:
             raise ValueError("no variant to choose from")
         times = {e.label: self.corrected(e) for e in estimates}
+        if self.pinned is not None:
+            pinned = next(e for e in estimates if e.label == self.pinned)
+            decision = Decision(pinned.label, pinned.build_s > 0, None, f"{pinned.label} "
+                                "(pinned)", tuple(estimates), times)
+            self._memo = (estimates, self._epoch, decision)
+            return decision
         by_label = {e.label: e for e in estimates}
         ready = [e for e in estimates if e.build_s == 0]
         best = min(estimates, key=lambda e: times[e.label])
@@ -200,13 +254,17 @@ class Selector:
                estimates: Sequence[Estimate]) -> Decision:
         if best.label != self._last_choice:
             self._last_choice, self._period = best.label, PROBE_EVERY
-        due = self._calls % self._period == 0
-        far = due and self._calls % (4 * self._period) == 0   # every 4th time: farther too
+            self._next_probe = self._calls + PROBE_EVERY
+        due = self._calls >= self._next_probe
+        self._probes += due
+        far = due and self._probes % 4 == 0   # every fourth probe looks farther too
         others = [e for e in ready if e.label != best.label and (
             times[e.label] <= PROBE_WITHIN * times[best.label] or
             not self.measured(e.label, e.size_class) and
             times[e.label] <= PROBE_UNMEASURED * times[best.label] or
             far and times[e.label] <= PROBE_FAR * times[best.label])]
+        if due:
+            self._next_probe = self._calls + self._period
         if others and due:
             self._period = min(self._period * 2, PROBE_MAX_PERIOD)
             runner_up = min(others, key=lambda e: (self.measurements(e.label), times[e.label]))
@@ -214,7 +272,7 @@ class Selector:
                             f"{runner_up.label} (re-probing the runner-up of {best.label})",
                             tuple(estimates), times)
         decision = Decision(best.label, False, None, f"{best.label}: the fastest predicted "
-                            f"({_s(times[best.label])})", tuple(estimates), times)
+                            f"({_s(times[best.label])})", tuple(estimates), times, stable=True)
         if not others or len(ready) == len(estimates):
             self._memo = (estimates, self._epoch, decision)
         return decision

@@ -19,6 +19,7 @@ backend, ``ASP_DISABLE_JIT=1`` runs everything as plain Python, and ``ASP_DUMP_D
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 import warnings
@@ -140,6 +141,7 @@ class Specializer:
         self._building: dict[tuple, Future] = {}   # background builds under way
         self._build_count = 0   # counts changes of the built variants (estimates depend on them)
         self._offered: tuple = (None, None)   # the last estimates, and those not failed
+        self._fast: list | None = None   # [signature, calls left, variant, estimate, count]
         self.selector = Selector()
         self.last_decision: Decision | None = None
         self.last_estimate: Estimate | None = None
@@ -179,9 +181,11 @@ class Specializer:
         return None
 
     def observed(self, estimate: Estimate, seconds: float) -> None:
-        """A call of ``estimate.label`` took ``seconds``: correct the model (``selection``)."""
+        """A call of ``estimate.label`` took ``seconds``: correct the model (``selection``);
+        a surprise ends the fast path (the next call chooses again)."""
         self.last_measured_s = seconds
-        self.selector.observe(estimate, seconds)
+        if self.selector.observe(estimate, seconds):
+            self._fast = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -191,6 +195,9 @@ class Specializer:
             return self.run_python(args, kwargs)
         try:
             sig = self.signature(args)
+            fast = self._fast
+            if fast is not None and fast[0] == sig and fast[1] > 0:
+                return self._run_again(fast, args)
             estimates = None if self.backend or self.config.selection == "fixed" else \
                 self.estimates(sig, args)
         except FALLBACK_ERRORS as exc:
@@ -215,17 +222,49 @@ class Specializer:
     def _run_selected(self, sig: Hashable, args: Sequence[Any], kwargs: dict,
                       estimates: Sequence[Estimate]) -> Any:
         """Run the variant the selector chooses among ``estimates``, timing the call."""
-        failures: list[_Failure] = []
-        if estimates is self._offered[0]:   # (a warm call: the same estimates as last time)
-            left = self._offered[1]
+        offered = self._offered
+        if estimates is offered[0]:   # a warm call: the same estimates as the last one
+            left = offered[1]
         else:
             left = [e for e in estimates if not self._failed(sig, e.label)]
             self._offered = (estimates, left)
+        decision = self.selector.choose(left, background=self.background_builds)
+        found = self._variants.recent.get((sig, decision.label))
+        if decision.build_later or type(found) is not Variant:
+            return self._run_selected_slowly(sig, args, kwargs, left, decision)
+        self.last_decision, self.last_estimate, self.last_measured_s = \
+            decision, decision.estimate, None
+        self.last_call = found.record
+        if decision.stable:  # the next calls of this signature may skip the choice
+            self._fast = [sig, FAST_CALLS, found, decision.estimate, 0]
+        if not found.timed:
+            return found.run(*args)   # the specializer reports the time (``observed``)
+        started = time.perf_counter()
+        result = found.run(*args)
+        self.observed(decision.estimate, time.perf_counter() - started)
+        return result
+
+    def _run_again(self, fast: list, args: Sequence[Any]) -> Any:
+        """Run the variant the last call chose again (``FAST_CALLS`` calls of one signature
+        in a row skip the estimates and the choice; a quarter of them are timed)."""
+        fast[1] -= 1
+        fast[4] += 1
+        self.selector.skipped(1)
+        found, estimate = fast[2], fast[3]
+        self.last_estimate, self.last_measured_s = estimate, None
+        if not found.timed or fast[4] & 3:
+            return found.run(*args)
+        started = time.perf_counter()
+        result = found.run(*args)
+        self.observed(estimate, time.perf_counter() - started)
+        return result
+
+    def _run_selected_slowly(self, sig: Hashable, args: Sequence[Any], kwargs: dict,
+                             left: list[Estimate], decision: Decision) -> Any:
+        """The rest of ``_run_selected``: background builds, building the choice, and the
+        next choice where it cannot be built."""
+        failures: list[_Failure] = []
         while True:
-            if not left:
-                return self._fallback(_reasons(failures) or "no variant can run this call",
-                                      args, kwargs, failures[-1].error if failures else None)
-            decision = self.selector.choose(left, background=self.background_builds)
             if decision.build_later:
                 self._build_in_background(sig, decision.build_later, args)
             found = self._variant(sig, decision.label, args)
@@ -234,8 +273,12 @@ class Specializer:
             failures.append(found)
             left = [e for e in left if e.label != decision.label]
             self._offered = (None, None)
-        estimate = next(e for e in left if e.label == decision.label)
-        self.last_decision, self.last_estimate, self.last_measured_s = decision, estimate, None
+            if not left:
+                return self._fallback(_reasons(failures) or "no variant can run this call",
+                                      args, kwargs, failures[-1].error if failures else None)
+            decision = self.selector.choose(left, background=self.background_builds)
+        self.last_decision, self.last_estimate, self.last_measured_s = \
+            decision, decision.estimate, None
         if failures:
             reasons = _reasons(failures)
             if found.backend == PYTHON and self.strict:
@@ -245,10 +288,10 @@ class Specializer:
         else:
             self.last_call = found.record
         if not found.timed:
-            return found.run(*args)   # the specializer reports the time (``observed``)
+            return found.run(*args)
         started = time.perf_counter()
         result = found.run(*args)
-        self.observed(estimate, time.perf_counter() - started)
+        self.observed(decision.estimate, time.perf_counter() - started)
         return result
 
     def _failed(self, sig: Hashable, label: str) -> bool:
@@ -267,6 +310,11 @@ class Specializer:
         self.selector.building(label, True)
 
         def build() -> None:
+            interval = sys.getswitchinterval()
+            # A build waits on the compiler and on many small file operations, each giving
+            # up the GIL; a calling thread busy in Python code then keeps it for the whole
+            # switch interval (5 ms) every time, and a build that takes 0.1 s alone took 2 s.
+            sys.setswitchinterval(min(interval, BUILD_SWITCH_INTERVAL))
             try:
                 try:
                     found: Variant | _Failure = self.build(label, sig, args)
@@ -277,6 +325,7 @@ class Specializer:
             except Exception:  # noqa: BLE001 - a bug: logged; the next build raises it again
                 log.exception("%s: building %s in the background failed", self.name, label)
             finally:
+                sys.setswitchinterval(interval)
                 self._building.pop(key, None)
                 self.selector.building(label, False)
 
@@ -333,11 +382,16 @@ class Specializer:
     def clear(self) -> None:
         """Forget built variants and failures (they are rebuilt, or found on disk, next call)."""
         self._variants.clear()
+        self._fast = None
 
     def forget_backend(self, backend: str) -> None:
-        """Forget the variants and failures of one backend (rebuilt, or refused, next call)."""
-        for key in [key for key in self._variants if key[1] == backend]:
+        """Forget the variants and failures of one backend (rebuilt, or refused, next call);
+        ``"openmp"`` covers ``"openmp@2"`` ... (a variant at a thread count)."""
+        for key in [key for key in self._variants if key[1].partition("@")[0] == backend]:
             del self._variants[key]
+        self._fast = None
+        self._offered = (None, None)
+        self._build_count += 1
 
 
 _BACKGROUND: ThreadPoolExecutor | None = None
@@ -351,6 +405,12 @@ def _background() -> ThreadPoolExecutor:
         if _BACKGROUND is None:
             _BACKGROUND = ThreadPoolExecutor(max_workers=1, thread_name_prefix="asp-build")
         return _BACKGROUND
+
+
+#: The interpreter's thread switch interval while a background build runs (seconds).
+BUILD_SWITCH_INTERVAL = 0.0002
+#: Calls of one signature in a row that run the last choice without choosing again.
+FAST_CALLS = 8
 
 
 def _reasons(failures: Sequence[_Failure]) -> str | None:

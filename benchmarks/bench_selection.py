@@ -10,10 +10,12 @@ time, extrapolated from the size before, would pass ``--python-cap``), serial C
 timed as what a user gets, ``Cls().kernel`` calls (dispatch included), and so is the fixed rule
 (the same, in a process with ``ASP_SELECTION=fixed``). Three modes:
 
-* ``warm``: warm calls. The forced variants, the model and the rule each live in a worker
-  process of their own (``benchmarks.selection_worker``), started per example; the default
-  kernels (a fresh instance per size) are called until their choice is stable (the same
-  ``STABLE`` calls in a row, ``MIN_WARM`` to ``MAX_WARM`` calls) before they are timed. Each
+* ``warm``: warm calls, once every variant is compiled. The forced variants and the model's
+  kernel live in one worker process (``benchmarks.selection_worker``), so that the model finds
+  them compiled (a kernel's instances share their compiled code, as a program calling one
+  kernel over and over has it), and the rule in another; both are started per example. The
+  default kernels (a fresh instance per size) are called until their choice is stable (the
+  same ``STABLE`` calls in a row, ``MIN_WARM`` to ``MAX_WARM`` calls) before they are timed. Each
   time is the best of several rounds (5, fewer where a point would take over
   ``POINT_BUDGET_S``); in each round every contender in turn (rotating who goes first) is
   called back to back for ``--burst`` seconds (once at least), on inputs restored from a
@@ -356,25 +358,32 @@ def measure_warm(case: Case, n: int, workers: Workers, previous: Point | None,
     """Warm calls of every contender at one size (workers: "forced", DEFAULT, RULE)."""
     point = Point(case.name, n)
     variants = _variants(point, case, previous, settings)
-    workers["forced"].ask("load", example=case.name, n=n, contenders=variants)
+    # The model's kernel lives beside the forced variants: warm calls are calls once every
+    # variant is compiled (a kernel's instances share them), as a program calling the kernel
+    # over and over would have them; the compile itself is the first-call mode's business.
+    workers["forced"].ask("load", example=case.name, n=n, contenders=variants + [DEFAULT])
     first = [workers["forced"].ask("call", name=name)["s"] for name in variants
              if name != "python"]  # compile (or load) outside the timed calls
     limit = call_limit(min(first), settings)
+    workers[RULE].ask("load", example=case.name, n=n, contenders=[RULE])
     for who in (DEFAULT, RULE):
-        workers[who].ask("load", example=case.name, n=n, contenders=[who])
         try:
-            point.warm_calls[who] = warm_up(workers[who], who, limit)
+            point.warm_calls[who] = warm_up(workers[WORKER.get(who, who)], who, limit)
         except CallTimeout:
             point.timed_out.append(who)
             point.chosen_s[who] = limit
             point.choice[who] = "cut short"
 
     def call(name: str, limit: float | None) -> dict:
-        worker = workers[name if name in (DEFAULT, RULE) else "forced"]
+        worker = workers[RULE if name == RULE else "forced"]
         return worker.ask("burst", limit, name=name, seconds=settings.burst)
 
     _timed_rounds(point, call, variants + [DEFAULT, RULE], settings)
     return point
+
+
+#: The worker each default kernel runs in (the model's: beside the forced variants).
+WORKER = {DEFAULT: "forced"}
 
 
 def warm_up(worker: Worker, who: str, limit: float) -> int:
@@ -480,7 +489,7 @@ def _run_case(mode: str, case: Case, settings: Settings, template: Path | None,
               out: "Report") -> list[Point]:
     points: list[Point] = []
     previous = None
-    names = () if mode == "first-call" else ("forced", DEFAULT, RULE)
+    names = () if mode == "first-call" else ("forced", RULE)
     with Workers() as workers:
         for name in names:
             workers[name] = Worker(name, child_env(name == RULE))

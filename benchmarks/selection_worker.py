@@ -128,6 +128,8 @@ def describe_choice(kernel) -> dict:
     joined by ``+``)."""
     if kernel is None or kernel.last_call is None:
         return {}
+    if getattr(kernel.last_call, "cold", False):  # the original code, before any analysis
+        return {"choice": "python", "nests": [], "cold": True}
     nests, labels = [], []
     for nest in kernel.last_call.nests:
         if nest.backend is None:  # this nest did not run in the call

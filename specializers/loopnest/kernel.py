@@ -25,6 +25,7 @@ from typing import Any
 from asp_core import config as config_module
 
 from . import pipeline
+from .coldstart import ColdStart
 from .report import KernelCall, Report, explain_text, nest_call
 from .rewrite import rewrite_kernel
 from .runtime import NestRunner
@@ -124,13 +125,20 @@ class LoopKernel:
 
     @property
     def last_call(self) -> KernelCall | None:
-        """What the last call of ``kernel()`` did, one entry per top-level loop nest."""
+        """What the last call of ``kernel()`` did, one entry per top-level loop nest (none,
+        with ``cold`` set, for a call that ran the original code before any analysis: see
+        ``coldstart``)."""
         state = getattr(self, "_asp_current", None)
+        if state is COLD:
+            return KernelCall((), cold=True)
         return state.record() if state is not None else None
 
     def explain(self, *args: Any, **kwargs: Any) -> Report:
         """Run ``kernel(*args)`` on copies of the arguments and report what the specializer
         did: per nest, its loops, statements, subscripts, scalars and the variant that ran."""
+        for klass in type(self).__mro__:  # analyse now, whatever the cold start says
+            _COLD.pop(getattr(klass.__dict__.get("kernel"), "_asp_original_function", None),
+                      None)
         copies = copy.deepcopy((args, kwargs))
         self.kernel(*copies[0], **copies[1])
         state = self._asp_current
@@ -168,9 +176,36 @@ def _kernel_class(func) -> _KernelClass:
     return found
 
 
+#: Kernel methods not analysed yet (``coldstart``), and the marker of a call that ran one.
+_COLD: dict[Any, ColdStart] = {}
+COLD = object()
+
+
+def _may_stay_cold(owner: "LoopKernel") -> bool:
+    """Whether this instance lets a kernel start cold: not strict, no forced backend, the
+    cost model choosing (read once per instance)."""
+    allowed = owner.__dict__.get("_asp_cold_ok")
+    if allowed is None:
+        if not hasattr(owner, "_asp_states"):
+            LoopKernel.__init__(owner)
+        config = config_module.current()
+        allowed = not (owner._asp_strict or owner._asp_backend or config.backend or
+                       config.selection == "fixed")
+        owner._asp_cold_ok = allowed
+    return allowed
+
+
 def _dispatching_kernel(original):
+    _COLD[original] = ColdStart.of(original)
+
     @functools.wraps(original)
     def kernel(self, *args, **kwargs):
+        cold = _COLD.get(original)
+        if cold is not None:
+            if _may_stay_cold(self) and cold.stays_cold(self, args, kwargs):
+                self._asp_current = COLD
+                return cold.run(original, self, args, kwargs)
+            _COLD.pop(original, None)
         state = self._asp_begin(original)
         try:
             return state.kernel_class.rewritten(self, *args, **kwargs)

@@ -46,6 +46,7 @@ class NestCall:
 @dataclass(frozen=True)
 class KernelCall:
     nests: tuple[NestCall, ...]
+    cold: bool = False   # the kernel ran as its original code, not analysed yet (coldstart)
 
 
 def nest_call(analysis: NestAnalysis | RejectedNest, backend: str | None, fallback: str | None,

@@ -22,7 +22,7 @@ from asp_core.specializer import PYTHON, Specializer, Variant
 from asp_core.templates import render
 
 from .codegen.finals import UNCHANGED, finals_function
-from .codegen.openmp import wide_loops
+from .codegen.openmp import small_loops, wide_loops
 from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
 from .codegen.python import compile_python, python_source
 from .cost.estimates import ORIGINAL, NestEstimator, parse_label
@@ -242,7 +242,8 @@ class NestRunner(Specializer):
         """What a compiled executor depends on (its key among the nest's executors, which
         every instance of the kernel shares: ``NestAnalysis.executors``)."""
         return (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature,
-                (wide_loops(plan, threads or self._cores), threads)
+                (wide_loops(plan, threads or self._cores), threads,
+                 small_loops(self.analysis, plan))
                 if backend == "openmp" else None, self.config.exact_errors)
 
     def available(self, signature, label: str) -> bool:

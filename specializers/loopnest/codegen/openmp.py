@@ -10,7 +10,8 @@
   hilbert), so collapse is kept for the short loops it is for.
 * A sequential loop around parallel loops runs inside one parallel region (every thread walks
   it; each parallel loop inside is an ``omp for`` whose barrier keeps the outer iterations in
-  order), so threads are not forked once per outer iteration; its own statements run in
+  order), so threads are not forked once per outer iteration; a parallel loop inside with too
+  little work per entry for its barrier (``MIN_SHARED_WORK``) runs on one thread instead; its own statements run in
   ``omp single`` blocks. Where every thread reads a shared predicate to decide whether to
   enter a worksharing loop, the iteration ends with a barrier: without it, a thread that
   skipped the loop could run the next iteration's ``single`` and change the predicate before
@@ -55,6 +56,45 @@ VECTOR_FIELDS = 14
 ITERATIONS_PER_THREAD = 4
 
 
+#: Statement instances per entry below which a parallel loop inside a sequential one runs on
+#: one thread: sharing it would cost a barrier (about 0.25 us, far more on a busy machine)
+#: per entry for a few microseconds of work (an LU decomposition's inner products).
+MIN_SHARED_WORK = 4096
+
+
+def small_loops(analysis, plan) -> frozenset[int]:
+    """The parallel loops (ids) inside sequential loops of ``plan``'s schedule whose work per
+    entry is below ``MIN_SHARED_WORK``: the OpenMP variant runs them on one thread (part of
+    its key)."""
+    from ..cost import domain
+    from ..schedule.tree import SLoop, SStmt
+
+    loops = plan.bound.loops
+    out = set()
+
+    def statements(node):
+        if isinstance(node, SStmt):
+            return [node.sid]
+        return [sid for child in node.body for sid in statements(child)]
+
+    def visit(node, inside: bool) -> None:
+        if not isinstance(node, SLoop):
+            return
+        if node.parallel and inside:
+            work = sum(domain.count(analysis.access.statement(sid).loops, loops).instances
+                       for sid in statements(node))
+            entries = max(1, domain.entries(node.lid, loops).instances)
+            if work < MIN_SHARED_WORK * entries:
+                out.add(node.lid)
+                return
+        for child in node.body:
+            visit(child, inside or not node.parallel)
+
+    for node in plan.schedule.root:
+        visit(node, False)
+    return frozenset(out)
+
+
 def wide_loops(plan, threads: int) -> frozenset[int]:
     """The loops (ids) of ``plan`` that alone give ``threads`` threads enough iterations:
     what the collapse depth depends on (part of a variant's key)."""
@@ -69,9 +109,10 @@ class OpenMPModuleBuilder(CModuleBuilder):
     def __init__(self, analysis, plan, types, signature: tuple, title: str, threads: int = 1):
         super().__init__(analysis, plan, types, signature, title)
         self.wide = wide_loops(plan, threads)
+        self.small = small_loops(analysis, plan)
 
     def key_parts(self) -> tuple:
-        return super().key_parts() + (tuple(sorted(self.wide)),)
+        return super().key_parts() + (tuple(sorted(self.wide)), tuple(sorted(self.small)))
 
     def emitter(self) -> "OpenMPEmitter":
         return OpenMPEmitter(self)
@@ -125,9 +166,9 @@ class OpenMPEmitter(CEmitter):
         if self.share or self.plain:
             self._plain_loop(loop, node, body, simd=node.parallel)
             return
-        if node.parallel:
+        if node.parallel and node.lid not in self.b.small:
             self._worksharing(loop, node, body)
-        elif _contains_parallel(node):
+        elif _contains_parallel(node, self.b.small):
             self._region_loop(loop, node, body)
         elif self.region:  # a sequential loop with no parallel work: one thread runs it
             saved, self.lines = self.lines, []
@@ -380,8 +421,10 @@ class OpenMPEmitter(CEmitter):
         return out
 
 
-def _contains_parallel(node: SLoop) -> bool:
-    return any(isinstance(c, SLoop) and (c.parallel or _contains_parallel(c)) for c in node.body)
+def _contains_parallel(node: SLoop, small: frozenset[int] = frozenset()) -> bool:
+    """Whether ``node`` holds a loop the OpenMP variant shares among threads."""
+    return any(isinstance(c, SLoop) and (c.parallel and c.lid not in small or
+                                         _contains_parallel(c, small)) for c in node.body)
 
 
 def _statements(node):

@@ -33,7 +33,6 @@ from asp_core.errors import AspError, BackendUnavailable
 from asp_core.platform import cpu_cores
 
 from . import machine as machine_module
-from . import native_probes, overhead_probes, python_probes
 from .features import KINDS
 from .machine import CALIBRATION, FORMAT, MachineParams
 
@@ -53,6 +52,8 @@ def measure(quick: bool = False, progress: Progress | None = None) -> MachinePar
     report = progress or (lambda done, total, what: None)
     started = time.perf_counter()
     cores = cpu_cores()
+    from . import native_probes, overhead_probes, python_probes  # (only when measuring)
+
     values: dict[str, Any] = {"cache_bytes": native_probes.cache_bytes()}
     kept: list[str] = []
 
@@ -102,6 +103,8 @@ def measure(quick: bool = False, progress: Progress | None = None) -> MachinePar
 def _build(with_call_probe: bool):
     """The calibration module (``native_probes.build``); with ``with_call_probe``, also the
     variant ``overhead_probes.measure_calls`` calls (compiled into the disk cache)."""
+    from . import native_probes, overhead_probes
+
     built = native_probes.build()
     if with_call_probe:
         overhead_probes.prepare()

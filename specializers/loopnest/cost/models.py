@@ -75,9 +75,12 @@ class NestProfile:
 
 def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> NestProfile:
     """The counts of one nest for one binding (``plan``) and call types (``types``)."""
+    from ..codegen.openmp import small_loops
+
     loops = plan.bound.loops
     schedule = plan.schedule
     chains = _schedule_chains(schedule)
+    small = small_loops(analysis, plan)   # OpenMP runs them on one thread
     statements = []
     exact = True
     for st in analysis.access.statements:
@@ -86,7 +89,7 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
         exact = exact and count.exact
         chain = chains.get(st.sid, ())
         inner = chain[-1] if chain else None
-        parallel = any(node.parallel for node in chain)
+        parallel = any(node.parallel and node.lid not in small for node in chain)
         moved, unit = _bytes(analysis, plan, types, st.sid, inner, layouts or {})
         feats = statement_features(stmt)
         vector = unit and inner is not None and not feats["math"] and not feats["div"] and \
@@ -100,7 +103,7 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     for lid in loops:
         chain = _source_chain(lid, loops)
         iterations += domain.count(chain, loops).instances
-    regions, barriers, imbalance = _openmp_structure(analysis, plan, chains)
+    regions, barriers, imbalance = _openmp_structure(analysis, plan, small)
     footprint = 0
     for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
         footprint += math.prod(shape) * types.arrays[name].dtype.itemsize
@@ -166,7 +169,7 @@ def _bytes(analysis, plan, types, sid: int, inner: SLoop | None, layouts) -> tup
     return moved, unit
 
 
-def _openmp_structure(analysis, plan, chains) -> tuple[int, int, float]:
+def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, float]:
     """(parallel regions entered, barriers met, imbalance) of the OpenMP variant, after the
     emitter's rules (``codegen.openmp``): a top-level parallel loop is a region entered once;
     a top-level sequential loop around parallel loops is one region, in which each parallel
@@ -188,12 +191,15 @@ def _openmp_structure(analysis, plan, chains) -> tuple[int, int, float]:
         chain = tuple(l for l in _longest_chain(ancestors, loops) if l in lids)
         return domain.count(chain, loops).instances
 
+    def shared(node) -> bool:
+        return isinstance(node, SLoop) and node.parallel and node.lid not in small
+
     def has_parallel(node) -> bool:
-        return isinstance(node, SLoop) and (node.parallel or any(map(has_parallel, node.body)))
+        return isinstance(node, SLoop) and (shared(node) or any(map(has_parallel, node.body)))
 
     def region_level(node, ancestors: tuple[SLoop, ...]) -> None:
         nonlocal barriers, imbalance
-        if isinstance(node, SLoop) and node.parallel:
+        if shared(node):
             barriers += entries(ancestors)
             imbalance = max(imbalance, _imbalance(analysis, loops, node, statements_under(node)))
         elif isinstance(node, SLoop) and has_parallel(node):

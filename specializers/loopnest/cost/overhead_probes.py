@@ -7,14 +7,12 @@ one-element arrays, against the same method run as plain Python (``tiny_plain``)
 * ``c_call_ns``: one run of the compiled variant itself (what the dispatcher times: the
   arguments, cffi, the results), called directly with the nest's inputs;
 * ``py_call_ns``: what entering a nest left to the original code costs beyond what a compiled
-  call pays: the kernel forced to the cost model's plain-Python variant, the original code
-  itself (``cost.estimates.ORIGINAL``: the runner answers ``RUN_ORIGINAL`` and the rewritten
-  kernel runs and times the loop as written), less the plain method with its one iteration,
-  less the dispatch a compiled call pays besides its run (the kernel forced to serial C, less
-  the plain method on empty arrays, less ``c_call_ns``).
-
-Both kernels are forced to one variant, so neither holds the cost model's own work on a call
-(estimates and choice), which every call pays whichever variant runs.
+  call pays, both through the cost model's own path (its selector pinned to one variant:
+  ``asp_core.selection.Selector.pin``, so that both pay the same estimates, choice and
+  bookkeeping): the kernel pinned to the plain-Python variant, the original code itself
+  (``cost.estimates.ORIGINAL``: the runner answers ``RUN_ORIGINAL`` and the rewritten kernel
+  runs and times the loop as written), less the plain method with its one iteration, less the
+  same kernel pinned to serial C, less ``c_call_ns``, plus the plain method on empty arrays.
 
 Compile time is that of ``asp_core.backends.c.compile_c`` (compiler, cffi declarations, load)
 on the serial C the specializer generates for kernels of 1, 6 and 24 statements
@@ -46,12 +44,12 @@ def measure_calls(quick: bool, compiled: bool = True) -> dict[str, float]:
     overhead of the Python path, when not ``compiled``: no C compiler)."""
     one = [np.zeros(1), np.ones(1), np.ones(1)]
     empty = [np.zeros(0) for _ in range(3)]
-    python = _warm(Tiny(backend=ORIGINAL, strict=True), "python", one)
+    python = _pinned(ORIGINAL, "python", one)
     cases = {"plain": _loop(lambda *a: tiny_plain(python, *a), one),
              "plain_empty": _loop(lambda *a: tiny_plain(python, *a), empty),
              "python": _loop(python.kernel, one)}
     if compiled:
-        kernel = _warm(Tiny(backend="c", strict=True), "c", one)
+        kernel = _pinned("c", "c", one)
         runner = kernel._asp_current.runners[0]
         inputs = runner.last_inputs
         variant = runner.build("c", runner.signature(inputs), inputs)  # (the built one)
@@ -70,6 +68,18 @@ def measure_calls(quick: bool, compiled: bool = True) -> dict[str, float]:
 def prepare() -> None:
     """Build (into the disk cache) the variant ``measure_calls`` calls, ahead of it."""
     _warm(Tiny(backend="c", strict=True), "c", [np.zeros(1), np.ones(1), np.ones(1)])
+
+
+def _pinned(label: str, backend: str, arrays: list) -> Tiny:
+    """A ``Tiny`` kernel through the cost model's path, its choice pinned to ``label``."""
+    kernel = Tiny(strict=True)
+    kernel.kernel(*arrays)
+    kernel._asp_current.runners[0].selector.pin(label)
+    for _ in range(3):  # (built, if it was not: the call waits for it)
+        kernel.kernel(*arrays)
+    ran = kernel.last_call.nests[0]
+    assert ran.backend == backend and ran.fallback is None, (backend, ran)
+    return kernel
 
 
 def _warm(kernel: Tiny, backend: str, arrays: list) -> Tiny:

@@ -26,6 +26,16 @@ def kernel_class(body: str, params: str):
                        f"    def kernel(self, {params}):\n{lines}\n")[0]
 
 
+@pytest.fixture(autouse=True)
+def _share_every_parallel_loop(monkeypatch, request):
+    """The structure tests run on small arrays: share every parallel loop however little work
+    it has (the rule that keeps such loops on one thread has its own test)."""
+    if "too_little_work" not in request.node.name:
+        from specializers.loopnest.codegen import openmp
+
+        monkeypatch.setattr(openmp, "MIN_SHARED_WORK", 0)
+
+
 def openmp_source(Kernel, *args, **options) -> str:
     kernel = Kernel(backend="openmp", strict=True, **options)
     got = kernel.kernel(*args)
@@ -86,6 +96,22 @@ def test_a_sequential_loop_around_parallel_loops_stays_in_one_parallel_region():
     want_a, want_b = np.arange(50.0) ** 2, np.zeros(50)
     TIME_STEPS().original_kernel(want_a, want_b, 50, 7)
     assert identical(a, want_a) and identical(b, want_b)
+
+
+def test_a_parallel_loop_with_too_little_work_per_entry_runs_on_one_thread():
+    """An inner parallel loop of a few iterations per outer iteration costs a barrier per
+    outer iteration when shared: it runs on one thread (no region at all here)."""
+    from specializers.loopnest.codegen.openmp import MIN_SHARED_WORK
+
+    a, b = np.arange(50.0) ** 2, np.zeros(50)
+    body, _ = openmp_source(TIME_STEPS, a, b, 50, 7)
+    assert "#pragma omp" not in body
+    want_a, want_b = np.arange(50.0) ** 2, np.zeros(50)
+    TIME_STEPS().original_kernel(want_a, want_b, 50, 7)
+    assert identical(a, want_a) and identical(b, want_b)
+    n = 2 * MIN_SHARED_WORK   # enough work per step: shared, in one region
+    body, _ = openmp_source(TIME_STEPS, np.arange(float(n)), np.zeros(n), n, 3)
+    assert body.count("#pragma omp for") == 2
 
 
 TRIANGLE = kernel_class("""

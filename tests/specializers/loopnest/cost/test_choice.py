@@ -1,0 +1,178 @@
+"""The cost model's choice end to end, through ``LoopKernel``: under injected machine
+parameters, after a variant is slowed on purpose (online correction), with a forced backend,
+while a variant builds in the background (no call sees it half built), and the cold start."""
+
+import dataclasses
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from specializers.loopnest import LoopKernel, coldstart
+from specializers.loopnest.cost import machine as machine_module
+from specializers.loopnest.cost.machine import DEFAULTS
+from specializers.loopnest.kernel import _COLD
+
+
+class Saxpy(LoopKernel):
+    def kernel(self, a, x, y):
+        for i in range(len(x)):
+            y[i] = a * x[i] + y[i]
+
+
+def inputs(n=20_000):
+    return 2.0, np.arange(float(n)), np.ones(n)
+
+
+def expected(n=20_000):
+    a, x, y = inputs(n)
+    return a * x + y
+
+
+@pytest.fixture
+def params(monkeypatch):
+    """Inject machine parameters: ``params(**changes)`` (DEFAULTS otherwise)."""
+    def inject(**changes):
+        chosen = dataclasses.replace(DEFAULTS, **changes)
+        monkeypatch.setattr(machine_module, "machine", lambda: chosen)
+        from specializers.loopnest.cost import estimates
+
+        monkeypatch.setattr(estimates, "machine", lambda: chosen)
+        return chosen
+
+    return inject
+
+
+def run(kernel, calls: int, n=20_000) -> list[str]:
+    labels = []
+    for _ in range(calls):
+        a, x, y = inputs(n)
+        kernel.kernel(a, x, y)
+        assert np.array_equal(y, expected(n))
+        nest = kernel.last_call.nests[0]
+        labels.append(f"openmp@{nest.threads}" if nest.backend == "openmp" else nest.backend)
+    return labels
+
+
+def settle(kernel, calls=30, n=20_000) -> list[str]:
+    """Calls until background builds are done (a compile may be under way)."""
+    labels = run(kernel, calls, n)
+    runner = kernel._asp_current.runners[0]
+    for _ in range(200):
+        if not runner._building:
+            break
+        time.sleep(0.02)
+    return labels + run(kernel, 5, n)
+
+
+def test_the_choice_follows_the_machine_parameters(params):
+    params(c_call_ns=1e9)  # a compiled call would cost a second: the original code it is
+    kernel = Saxpy(strict=True)
+    assert set(settle(kernel)[-5:]) == {"python"}
+    slow_python = {k: v * 1e4 for k, v in DEFAULTS.py_op_ns.items()}
+    params(py_op_ns=slow_python, compile_base_s=0.0, compile_per_line_s=0.0)
+    kernel = Saxpy(strict=True)
+    assert "python" not in settle(kernel)[-5:]  # a compiled variant, built in the first call
+
+
+def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
+    params(compile_base_s=0.0, compile_per_line_s=0.0)
+    kernel = Saxpy(strict=True)
+    first = settle(kernel)[-1]
+    assert first != "python"
+    runner = kernel._asp_current.runners[0]
+    label = runner.last_estimate.label
+    (sig,) = {key[0] for key in runner._variants.keys() if key[1] == label}
+    variant = runner._variants.get((sig, label))
+
+    def slow(*args):
+        time.sleep(0.01)  # 10 ms: a thousand times what the model predicts
+        return variant.run(*args)
+
+    runner._variants.put((sig, label), dataclasses.replace(variant, run=slow))
+    runner._fast = None
+    labels = run(kernel, 20)
+    assert labels[-1] != first and labels.count(first) <= 6, labels
+    assert runner.selector.factor(label, runner.last_estimate.size_class) > 10
+
+
+def test_a_forced_backend_wins_over_the_model(params):
+    params(c_call_ns=1e9)
+    kernel = Saxpy(backend="c", strict=True)
+    assert set(run(kernel, 3)) == {"c"}
+    assert kernel.last_call.nests[0].predicted_s is None  # no model for a forced backend
+
+
+def test_no_call_sees_a_variant_half_built(params, monkeypatch):
+    """Calls go on, as the original code, while a compile takes 0.5 s in the background; the
+    variant is handed over whole; every result is right."""
+    from specializers.loopnest import variants
+
+    params(compile_base_s=1.0)  # never worth compiling within one call
+    real = variants.compile_variant
+    started = threading.Event()
+
+    def slow_compile(*args, **kwargs):
+        started.set()
+        time.sleep(0.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(variants, "compile_variant", slow_compile)
+    from specializers.loopnest.pipeline import analyse_kernel
+
+    analyse_kernel(Saxpy.kernel._asp_original_function).nests[0].executors.clear()
+    kernel = Saxpy(strict=True)
+    labels, deadline = [], time.monotonic() + 20
+    while time.monotonic() < deadline and (not labels or labels[-1] == "python"):
+        labels += run(kernel, 1, n=200_000)
+    assert started.is_set() and labels[0] == "python" and labels[-1] != "python", labels
+    assert labels.count("python") >= 2  # calls went on while it compiled
+
+
+def test_a_small_first_call_runs_the_original_code_cold():
+    class Fresh(LoopKernel):
+        def kernel(self, a, x, y):
+            for i in range(len(x)):
+                y[i] = a * x[i] + y[i]
+
+    original = Fresh.kernel._asp_original_function
+    kernel = Fresh()
+    a, x, y = inputs(8)
+    kernel.kernel(a, x, y)
+    assert kernel.last_call.cold and np.array_equal(y, expected(8))
+    assert original in _COLD and _COLD[original].calls == 1
+    # a call with data suggesting more work than the analysis costs is analysed at once
+    n = int(_COLD[original].analysis_s / coldstart.WORK_S_PER_ELEMENT)
+    a, x, y = inputs(n)
+    kernel.kernel(a, x, y)
+    assert not kernel.last_call.cold and original not in _COLD
+    assert np.array_equal(y, expected(n))
+
+
+def test_cold_calls_end_once_their_time_reaches_the_analysis_cost():
+    class Fresh(LoopKernel):
+        def kernel(self, a, x, y):
+            for i in range(len(x)):
+                y[i] = a * x[i] + y[i]
+
+    original = Fresh.kernel._asp_original_function
+    kernel = Fresh()
+    cold = 0
+    for _ in range(10_000):
+        kernel.kernel(*inputs(8))
+        if not kernel.last_call.cold:
+            break
+        cold += 1
+    spent = _COLD.get(original)
+    assert spent is None and 1 <= cold < 10_000
+
+
+def test_strict_and_forced_kernels_never_start_cold():
+    class Fresh(LoopKernel):
+        def kernel(self, a, x, y):
+            for i in range(len(x)):
+                y[i] = a * x[i] + y[i]
+
+    Fresh(strict=True).kernel(*inputs(8))
+    assert Fresh.kernel._asp_original_function not in _COLD
