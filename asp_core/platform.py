@@ -186,15 +186,6 @@ def _busy_jiffies() -> int | None:
 others_busy = _Load()
 
 
-def usable_threads() -> int:
-    """Threads worth running now: this process's cores (affinity mask) less those other
-    processes keep busy (rounded), at least 1."""
-    busy = others_busy()
-    if busy < 0.5:
-        return cpu_cores()
-    return max(1, cpu_cores() - int(busy + 0.5))
-
-
 @functools.lru_cache(maxsize=1)
 def query_platform() -> PlatformInfo:
     notes = []

@@ -39,8 +39,10 @@ from typing import Mapping, Sequence
 ALPHA = 0.5
 #: A prediction corrected by more than this factor is capped (a wild measurement, a pause).
 MAX_CORRECTION = 1e4
-#: Re-probe the runner-up every PROBE_EVERY calls at first (doubling while the choice holds).
+#: Re-probe the runner-up every PROBE_EVERY calls at first (doubling while the choice holds),
+#: the first time at call FIRST_PROBE (a prior is least certain before any measurement).
 PROBE_EVERY = 16
+FIRST_PROBE = 3
 PROBE_MAX_PERIOD = 1024
 #: ...if its corrected prediction is within this factor of the choice's.
 PROBE_WITHIN = 3.0
@@ -68,6 +70,7 @@ class Estimate:
     build_s: float = 0.0            # time to build it first (0: built, or nothing to build)
     size_class: int = 0             # calls of one size class share a correction
     fixed_s: float = 0.0            # cost outside the measured part (never corrected)
+    kin: tuple[str, ...] = ()       # variants whose correction it borrows before its own
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ class Selector:
         self._losses: dict[str, float] = {}    # label -> seconds lost not having it built
         self._calls = 0
         self._period = PROBE_EVERY
-        self._next_probe = PROBE_EVERY
+        self._next_probe = FIRST_PROBE
         self._probes = 0
         self._last_choice: str | None = None
         self._building: set[str] = set()
@@ -118,21 +121,25 @@ class Selector:
 
     # -- corrections ---------------------------------------------------------------------------
 
-    def factor(self, label: str, size_class: int) -> float:
-        """How much slower than predicted ``label`` ran (1.0 without measurements); a size
-        class without its own measurements borrows the nearest one's."""
-        found = self._corrections.get((label, size_class))
-        if found is None or not found.samples:
-            near = [(abs(c - size_class), k) for (l, c), k in self._corrections.items()
-                    if l == label and k.samples]
-            if not near:
-                return 1.0
-            found = min(near, key=lambda item: item[0])[1]
-        return math.exp(found.log_ratio)
+    def factor(self, label: str, size_class: int, kin: tuple[str, ...] = ()) -> float:
+        """How much slower than predicted ``label`` ran (1.0 without measurements). A size
+        class without measurements of its own borrows the nearest one's; a variant never
+        measured borrows a kin's (OpenMP's compute is serial C's, shared: whatever made one
+        slower or faster than predicted, such as vectorization, most likely holds for both)."""
+        for name in (label, *kin):
+            found = self._corrections.get((name, size_class))
+            if found is None or not found.samples:
+                near = [(abs(c - size_class), k) for (l, c), k in self._corrections.items()
+                        if l == name and k.samples]
+                if not near:
+                    continue
+                found = min(near, key=lambda item: item[0])[1]
+            return math.exp(found.log_ratio)
+        return 1.0
 
     def corrected(self, estimate: Estimate) -> float:
-        return estimate.seconds * self.factor(estimate.label, estimate.size_class) + \
-            estimate.fixed_s
+        return estimate.seconds * self.factor(estimate.label, estimate.size_class,
+                                              estimate.kin) + estimate.fixed_s
 
     def measured(self, label: str, size_class: int) -> bool:
         found = self._corrections.get((label, size_class))
@@ -253,8 +260,9 @@ class Selector:
     def _probe(self, best: Estimate, ready: Sequence[Estimate], times: dict[str, float],
                estimates: Sequence[Estimate]) -> Decision:
         if best.label != self._last_choice:
+            first = self._last_choice is None
             self._last_choice, self._period = best.label, PROBE_EVERY
-            self._next_probe = self._calls + PROBE_EVERY
+            self._next_probe = self._calls + (FIRST_PROBE if first else PROBE_EVERY)
         due = self._calls >= self._next_probe
         self._probes += due
         far = due and self._probes % 4 == 0   # every fourth probe looks farther too

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import threading
 from typing import Any
 
@@ -113,6 +114,7 @@ class LoopKernel:
         self._asp_exact_errors = exact_errors
         self._asp_states: dict[Any, _KernelState] = {}  # kernel function -> state
         self._asp_current: _KernelState | None = None
+        self._asp_cold_ok = _cold_allowed(self)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -181,17 +183,20 @@ _COLD: dict[Any, ColdStart] = {}
 COLD = object()
 
 
-def _may_stay_cold(owner: "LoopKernel") -> bool:
+def _cold_allowed(owner: "LoopKernel") -> bool:
     """Whether this instance lets a kernel start cold: not strict, no forced backend, the
-    cost model choosing (read once per instance)."""
+    cost model choosing (read when the instance is made)."""
+    environ = os.environ
+    return not (owner._asp_strict or owner._asp_backend or
+                environ.get("ASP_BACKEND", "").strip() or
+                environ.get("ASP_SELECTION", "").strip().lower() == "fixed")
+
+
+def _may_stay_cold(owner: "LoopKernel") -> bool:
     allowed = owner.__dict__.get("_asp_cold_ok")
-    if allowed is None:
-        if not hasattr(owner, "_asp_states"):
-            LoopKernel.__init__(owner)
-        config = config_module.current()
-        allowed = not (owner._asp_strict or owner._asp_backend or config.backend or
-                       config.selection == "fixed")
-        owner._asp_cold_ok = allowed
+    if allowed is None:  # a subclass __init__ that did not call super().__init__()
+        LoopKernel.__init__(owner)
+        allowed = owner._asp_cold_ok
     return allowed
 
 

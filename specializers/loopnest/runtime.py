@@ -5,6 +5,11 @@ its arguments are the nest's inputs (arrays, loop-invariant values, and the scal
 variables it may leave bound), read from the kernel's frame by a generated gather function.
 Running the original code of the nest is its plain-Python fallback: the hook then returns
 ``RUN_ORIGINAL`` and the rewritten kernel runs the loop itself (see ``rewrite``).
+
+Which variant runs is the cost model's choice (``cost.estimates`` predicts, the dispatcher in
+``asp_core.specializer`` chooses with ``asp_core.selection``): the original code (label
+``original``), serial C (``c``) or OpenMP C at a thread count (``openmp@2``); a forced backend,
+or ``ASP_SELECTION=fixed`` (the rule before the model: ``candidates``), skips the model.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from asp_core import config as config_module
 from asp_core import forking
 from asp_core.errors import BackendUnavailable, UnsupportedArgument
 from asp_core.lru import LRUCache
-from asp_core.platform import usable_threads
+from asp_core.platform import others_busy
 from asp_core.signature import ArraySig, signature_of
 from asp_core.specializer import PYTHON, Specializer, Variant
 from asp_core.templates import render
@@ -50,8 +55,8 @@ def _modes(plan) -> tuple:
     return modes, steps, plan.bound.key.aliases
 
 
-#: Work (statement instances) from which an OpenMP variant is preferred to serial C. A
-#: placeholder for the cost model: below it, forking threads costs more than it saves.
+#: Work (statement instances) from which the fixed rule prefers OpenMP to serial C: the rule
+#: before the cost model, kept for comparisons (``ASP_SELECTION=fixed``) and for forced runs.
 OPENMP_MIN_WORK = 1 << 15
 
 #: Executors kept per nest runner (one per schedule, subscript modes, loop ranges, signature).
@@ -157,7 +162,7 @@ class NestRunner(Specializer):
     def estimates(self, signature, args: Sequence[Any]):
         """The cost model's estimates for this call (``cost.estimates``), kept while the
         variants built and the usable threads stay the same (the selector's fast path)."""
-        key = (signature, self._build_count, usable_threads())
+        key = (signature, self._build_count, int(2 * others_busy() + 0.5))  # (half cores)
         found = self._estimates.recent.get(key)
         if found is None:
             found = self._estimates.put(key, self.estimator.estimates(

@@ -2,8 +2,9 @@
 
 ``NestEstimator`` (one per nest runner) turns a call's signature and binding into estimates
 for ``asp_core.selection``: the original code (label ``original``), serial C (``c``) and OpenMP
-C at each useful thread count (``openmp@2`` ...: 2 up to the cores other processes leave free,
-``asp_core.platform.usable_threads``), each with its predicted time (``cost.models``), its main
+C at each thread count (``openmp@2`` ... up to the cores of the affinity mask, priced for the
+cores other processes keep busy: ``asp_core.platform.others_busy``), each with its predicted
+time (``cost.models``), its main
 terms and, where it is not built yet, its build time. The profile of a binding and signature is
 computed once and kept; a warm call looks it up and checks which variants are built.
 
@@ -20,7 +21,7 @@ from typing import Callable, Hashable
 
 from asp_core import forking
 from asp_core.lru import LRUCache
-from asp_core.platform import usable_threads
+from asp_core.platform import cpu_cores, others_busy
 from asp_core.selection import Estimate
 
 from . import models
@@ -89,12 +90,16 @@ class NestEstimator:
                 return 0.0
             return load if on_disk is not None and on_disk(label) else build
 
-        out.append(Estimate("c", *models.c_cost(profile, m, 1), cost_to_build("c"), size))
+        labels = ["c"]
+        cores, busy = cpu_cores(), others_busy()
         if openmp and profile.regions and not forking.openmp_unusable():
-            for threads in range(2, usable_threads() + 1):
-                label = openmp_label(threads)
-                out.append(Estimate(label, *models.openmp_cost(profile, m, threads),
-                                    cost_to_build(label), size))
+            labels += [openmp_label(threads) for threads in range(2, cores + 1)]
+        for label in labels:
+            kind, threads = parse_label(label)
+            kin = tuple(other for other in reversed(labels) if other != label)
+            seconds, terms = models.c_cost(profile, m) if kind == "c" else \
+                models.openmp_cost(profile, m, threads, cores, busy)
+            out.append(Estimate(label, seconds, terms, cost_to_build(label), size, kin=kin))
         return tuple(out)
 
 

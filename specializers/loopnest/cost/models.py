@@ -290,19 +290,34 @@ def c_cost(p: NestProfile, m: MachineParams, threads: int = 1) -> Prediction:
     return max(compute, memory) + terms["call"], terms
 
 
-def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2) -> Prediction:
+def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int = 0,
+                busy: float = 0.0) -> Prediction:
+    """``cores``: the cores of the affinity mask (0: as many as threads); ``busy``: cores
+    other processes keep busy. With more runnable threads than cores, the team gets its share
+    of them (the scheduler's), and each barrier or region waits for a thread that may be
+    descheduled: they cost ``OVERSUBSCRIBED`` times more per thread too many."""
+    cores = cores or threads
+    effective = threads * min(1.0, cores / (threads + busy)) if threads + busy > cores \
+        else threads
+    waiting = 1.0 + OVERSUBSCRIBED * max(0.0, threads + busy - cores)
     parallel = sum(_compute_ns(s, m, s.vector_omp) for s in p.statements if s.parallel) * 1e-9
     serial = sum(_compute_ns(s, m, s.vector) for s in p.statements if not s.parallel) * 1e-9
-    share = parallel * p.imbalance / threads
-    compute = share + serial + p.iterations * m.c_iteration_ns * 1e-9 / threads
+    share = parallel * p.imbalance / effective
+    compute = share + serial + p.iterations * m.c_iteration_ns * 1e-9 / effective
     memory = _memory_s(p, m, threads)
-    regions = p.regions * m.per_thread(m.omp_fork_ns, threads) * 1e-9
-    barriers = p.barriers * m.per_thread(m.omp_barrier_ns, threads) * 1e-9
-    wake = m.omp_wake_ns * 1e-9 if p.regions else 0.0  # the team slept since the last call
+    regions = p.regions * m.per_thread(m.omp_fork_ns, threads) * 1e-9 * waiting
+    barriers = p.barriers * m.per_thread(m.omp_barrier_ns, threads) * 1e-9 * waiting
+    # Waking a team that slept since the last call (``omp_wake_ns``) depends on how calls
+    # follow each other, which the online correction learns: calls back to back never pay
+    # it, calls between long Python pauses always do. It is not in the prediction.
     terms = {"parallel compute": share, "serial compute": serial, "memory": memory,
-             "regions": regions, "barriers": barriers, "waking the threads": wake,
-             "call": m.c_call_ns * 1e-9}
-    return max(compute, memory) + regions + barriers + wake + terms["call"], terms
+             "regions": regions, "barriers": barriers, "call": m.c_call_ns * 1e-9}
+    return max(compute, memory) + regions + barriers + terms["call"], terms
+
+
+#: How much more a barrier or region costs per runnable thread beyond the cores (measured
+#: on the development VM with two busy processes: a few microseconds instead of 0.25).
+OVERSUBSCRIBED = 10.0
 
 
 def build_seconds(p: NestProfile, m: MachineParams) -> float:

@@ -93,7 +93,7 @@ def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
     runner._variants.put((sig, label), dataclasses.replace(variant, run=slow))
     runner._fast = None
     labels = run(kernel, 20)
-    assert labels[-1] != first and labels.count(first) <= 6, labels
+    assert labels[-10:].count(first) <= 2 and labels.count(first) <= 8, labels  # (re-probed now and then)
     assert runner.selector.factor(label, runner.last_estimate.size_class) > 10
 
 
@@ -130,12 +130,18 @@ def test_no_call_sees_a_variant_half_built(params, monkeypatch):
     assert labels.count("python") >= 2  # calls went on while it compiled
 
 
-def test_a_small_first_call_runs_the_original_code_cold():
+def fresh_saxpy():
+    """A kernel class of its own (a cold start is per kernel method)."""
     class Fresh(LoopKernel):
         def kernel(self, a, x, y):
             for i in range(len(x)):
                 y[i] = a * x[i] + y[i]
 
+    return Fresh
+
+
+def test_a_small_first_call_runs_the_original_code_cold():
+    Fresh = fresh_saxpy()
     original = Fresh.kernel._asp_original_function
     kernel = Fresh()
     a, x, y = inputs(8)
@@ -151,11 +157,7 @@ def test_a_small_first_call_runs_the_original_code_cold():
 
 
 def test_cold_calls_end_once_their_time_reaches_the_analysis_cost():
-    class Fresh(LoopKernel):
-        def kernel(self, a, x, y):
-            for i in range(len(x)):
-                y[i] = a * x[i] + y[i]
-
+    Fresh = fresh_saxpy()
     original = Fresh.kernel._asp_original_function
     kernel = Fresh()
     cold = 0
@@ -169,10 +171,6 @@ def test_cold_calls_end_once_their_time_reaches_the_analysis_cost():
 
 
 def test_strict_and_forced_kernels_never_start_cold():
-    class Fresh(LoopKernel):
-        def kernel(self, a, x, y):
-            for i in range(len(x)):
-                y[i] = a * x[i] + y[i]
-
+    Fresh = fresh_saxpy()
     Fresh(strict=True).kernel(*inputs(8))
     assert Fresh.kernel._asp_original_function not in _COLD
