@@ -10,11 +10,13 @@ most about the analysis time spent in the original code). A call whose data sugg
 than the analysis costs is analysed at once, so the cost model can choose a compiled variant
 for it (compiling it in the same call where that pays off).
 
-The data suggest work by the elements of the arrays among the call's arguments and the
-kernel's attributes (each element read at least once in Python: ``WORK_NS_PER_ELEMENT``) and
-by the integers among the arguments (a loop bound); the analysis cost is proportional to the
-size of the method's bytecode (``ANALYSIS_S_PER_BYTE``, measured on the twelve examples), plus
-the specializer's first imports. ``strict=True``, a forced backend, ``ASP_SELECTION=fixed``
+The data suggest work by the arrays among the call's arguments and the kernel's attributes,
+and the integers among the arguments (loop bounds): a nest ``L`` loops deep over arrays of up
+to ``d`` dimensions and ``N`` elements runs about ``N ** (L / d)`` iterations (gemm's three
+loops over ``n x n`` matrices: ``n ** 3``), each at least ``WORK_S_PER_ELEMENT`` in the
+interpreter; ``L`` is read off the method's bytecode (the deepest nesting of its ``for``
+loops), once. The analysis cost is proportional to the size of the method's bytecode
+(``ANALYSIS_S_PER_BYTE``, measured on the twelve examples). ``strict=True``, a forced backend, ``ASP_SELECTION=fixed``
 or ``explain()`` analyse at once.
 """
 
@@ -41,16 +43,18 @@ class ColdStart:
     predicted cost of its analysis."""
 
     analysis_s: float
+    depth: int = 1        # the deepest nesting of for loops in the method
     spent: float = 0.0
     calls: int = 0
 
     @classmethod
     def of(cls, func: Callable) -> "ColdStart":
-        return cls(ANALYSIS_BASE_S + ANALYSIS_S_PER_BYTE * _bytecode_size(func.__code__))
+        return cls(ANALYSIS_BASE_S + ANALYSIS_S_PER_BYTE * _bytecode_size(func.__code__),
+                   loop_depth(func.__code__))
 
     def stays_cold(self, owner: Any, args: tuple, kwargs: dict) -> bool:
         """Whether this call should run the original code without analysis."""
-        return self.spent + work_hint(owner, args, kwargs) < self.analysis_s
+        return self.spent + work_hint(owner, args, kwargs, self.depth) < self.analysis_s
 
     def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict) -> Any:
         """Run the original method, adding its time to what the cold kernel has spent."""
@@ -62,16 +66,35 @@ class ColdStart:
             self.calls += 1
 
 
-def work_hint(owner: Any, args: tuple, kwargs: dict) -> float:
-    """A lower bound, in seconds of the interpreter, of the work a call with these arguments
-    may do (see the module)."""
-    elements = 0
+def work_hint(owner: Any, args: tuple, kwargs: dict, depth: int = 1) -> float:
+    """An estimate, in seconds of the interpreter, of the work a call with these arguments
+    may do, for a method whose loops nest ``depth`` deep (see the module)."""
+    elements = largest = 0
+    dims = 1
     for value in (*args, *kwargs.values(), *getattr(owner, "__dict__", {}).values()):
         if type(value) is np.ndarray:
             elements += value.size
+            if value.size > largest:
+                largest, dims = value.size, max(1, value.ndim)
         elif type(value) is int and value > 0:
             elements += value
+    if largest and depth > dims:
+        elements = max(elements, largest ** (depth / dims))
     return elements * WORK_S_PER_ELEMENT
+
+
+def loop_depth(code: types.CodeType) -> int:
+    """The deepest nesting of ``for`` loops in ``code``, from its bytecode: each ``FOR_ITER``
+    spans the instructions up to its exit."""
+    import dis
+
+    spans = [(ins.offset, ins.argval) for ins in dis.get_instructions(code)
+             if ins.opname == "FOR_ITER" and isinstance(ins.argval, int)]
+    deepest = 0
+    for start, end in spans:
+        depth = sum(1 for s, e in spans if s <= start < e)
+        deepest = max(deepest, depth)
+    return max(1, deepest)
 
 
 def _bytecode_size(code: types.CodeType) -> int:

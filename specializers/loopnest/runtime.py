@@ -30,6 +30,7 @@ from .codegen.finals import UNCHANGED, finals_function
 from .codegen.openmp import small_loops, wide_loops
 from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
 from .codegen.python import compile_python, python_source
+from .cost import index as variant_index
 from .cost.estimates import ORIGINAL, NestEstimator, parse_label
 from .rollback import COMPILED_ERRORS, exact_on_error, in_source_order, written_positions
 from .safety import check_arrays
@@ -166,7 +167,8 @@ class NestRunner(Specializer):
         found = self._estimates.recent.get(key)
         if found is None:
             found = self._estimates.put(key, self.estimator.estimates(
-                signature, lambda label: self.available(signature, label)))
+                signature, lambda label: self.available(signature, label),
+                lambda label: self._compiled_before(signature, label)))
         return found
 
     def _profile_of(self, signature):
@@ -238,6 +240,7 @@ class NestRunner(Specializer):
                 forking.watch_openmp()
                 forking.on_unusable_child(self, NestRunner._forget_openmp)
             self.analysis.executors.put(memo, run)
+            variant_index.record(variant_index.index_key(self.analysis, memo))
             self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
             self._dump_plan(plan)
         self._executors.put(memo, run)
@@ -250,6 +253,17 @@ class NestRunner(Specializer):
                 (wide_loops(plan, threads or self._cores), threads,
                  small_loops(self.analysis, plan))
                 if backend == "openmp" else None, self.config.exact_errors)
+
+    def _compiled_before(self, signature, label: str) -> bool:
+        """Whether a process compiled variant ``label`` for this call into the disk cache
+        (it need only be generated and loaded: ``cost.index``)."""
+        kind, threads = parse_label(label)
+        if kind not in COMPILED:
+            return False
+        types, key = signature
+        memo = self._memo(kind, self.analysis.plan(key), types,
+                          threads or self.config.num_threads)
+        return variant_index.compiled_before(variant_index.index_key(self.analysis, memo))
 
     def available(self, signature, label: str) -> bool:
         """Whether variant ``label`` can run this call without building: built by this

@@ -104,10 +104,14 @@ def test_a_forced_backend_wins_over_the_model(params):
     assert kernel.last_call.nests[0].predicted_s is None  # no model for a forced backend
 
 
-def test_no_call_sees_a_variant_half_built(params, monkeypatch):
+def test_no_call_sees_a_variant_half_built(params, monkeypatch, tmp_path):
     """Calls go on, as the original code, while a compile takes 0.5 s in the background; the
     variant is handed over whole; every result is right."""
+    from asp_core import cache
     from specializers.loopnest import variants
+
+    monkeypatch.setenv("ASP_CACHE_DIR", str(tmp_path / "cache"))  # nothing compiled before
+    cache.clear_memo()
 
     params(compile_base_s=1.0)  # never worth compiling within one call
     real = variants.compile_variant
@@ -174,3 +178,19 @@ def test_strict_and_forced_kernels_never_start_cold():
     Fresh = fresh_saxpy()
     Fresh(strict=True).kernel(*inputs(8))
     assert Fresh.kernel._asp_original_function not in _COLD
+
+
+def test_a_variant_compiled_before_is_priced_at_a_load_not_a_compile(params):
+    """A later process (here: the compiled code forgotten in memory) finds in the disk
+    cache's index that the variant was compiled, and prices it at LOAD_SECONDS."""
+    from specializers.loopnest.cost.estimates import LOAD_SECONDS
+    from specializers.loopnest.pipeline import forget_executors
+
+    params(compile_base_s=5.0)  # a compile would never pay off here
+    Saxpy(backend="c", strict=True).kernel(*inputs())
+    forget_executors()
+    kernel = Saxpy(strict=True)
+    kernel.kernel(*inputs())
+    runner = kernel._asp_current.runners[0]
+    builds = {e.label: e.build_s for e in runner.last_decision.estimates}
+    assert builds["c"] == LOAD_SECONDS, builds

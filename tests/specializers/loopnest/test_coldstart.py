@@ -1,0 +1,49 @@
+"""coldstart: the loop depth read off the bytecode, and the work a call's data suggest."""
+
+import numpy as np
+
+from specializers.loopnest.coldstart import WORK_S_PER_ELEMENT, ColdStart, loop_depth, work_hint
+
+
+def flat(A, n):
+    for i in range(n):
+        A[i] = 1.0
+
+
+def deep(A, B, C, n):
+    for k in range(n):
+        for i in range(n):
+            for j in range(n):
+                C[i, j] += A[i, k] * B[k, j]
+    for i in range(n):
+        A[i, 0] = 0.0
+
+
+def two_deep_after_a_comprehension(A):
+    squares = [x * x for x in range(3)]
+    for i in range(4):
+        for j in range(4):
+            A[i, j] = squares[0]
+
+
+def test_loop_depth_is_the_deepest_nesting():
+    assert loop_depth(flat.__code__) == 1
+    assert loop_depth(deep.__code__) == 3
+    assert loop_depth(two_deep_after_a_comprehension.__code__) == 2
+
+
+def test_work_grows_with_the_depth_over_the_dimensions():
+    n = 100
+    A = np.zeros((n, n))
+    assert work_hint(None, (A, n), {}, depth=1) == (n * n + n) * WORK_S_PER_ELEMENT
+    # three loops over n x n matrices: about n ** 3 iterations
+    assert work_hint(None, (A, A, A, n), {}, depth=3) == (n * n) ** 1.5 * WORK_S_PER_ELEMENT
+
+
+def test_a_dense_kernel_on_mid_sized_data_is_analysed_at_once():
+    cold = ColdStart.of(deep)
+    n = 128
+    A = np.zeros((n, n))
+    assert not cold.stays_cold(None, (A, A, A, n), {})   # 2 million iterations
+    small = np.zeros((4, 4))
+    assert cold.stays_cold(None, (small, small, small, 4), {})
