@@ -16,6 +16,12 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   within ``PROBE_FAR``, so that a variant slowed by a passing load is found again): a bounded
   cost, under 1/``PROBE_EVERY`` of the calls (ever less), each at most that many times slower.
   A measurement far from its correction starts the schedule again.
+* **Switching.** The first call of a variant after another one ran is not its usual call: the
+  other's data sit in the caches, an OpenMP team slept while serial code ran (waking it costs
+  tens of microseconds). So a call predicted under ``WARMUP_S`` that switches variants is not
+  measured, and a probe of such a variant runs two calls in a row, the second measured: a
+  variant is judged by what it costs once chosen. (Were its calls in fact spaced out, each
+  paying the wake-up, the calls that chose it measure that, and the choice moves back.)
 * **Building.** A variant that is not built costs its build time first. The choice is made
   as a rent-or-buy (ski rental) problem: if building and running the best variant costs less
   than running the best built one now, it is built now; otherwise the call runs the best built
@@ -58,6 +64,9 @@ MAX_STEP = 0.5
 SETTLED, SAMPLE = 16, 4
 #: A correction moving by more than this (in log) lets the choice be made again.
 EPOCH_STEP = 0.25
+#: A call predicted under this that switches variants is not measured; a probe of such a
+#: variant runs twice in a row (see "Switching" above).
+WARMUP_S = 1e-3
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,7 @@ class Decision:
     corrected: Mapping[str, float] = field(default_factory=dict)  # label -> corrected seconds
 
     stable: bool = False            # a plain choice, which the next calls may repeat
+    probe: bool = False             # a re-probe of a variant not chosen
     estimate: Estimate | None = field(default=None, compare=False)  # (set from the others)
 
     def __post_init__(self) -> None:
@@ -118,6 +128,9 @@ class Selector:
         self._epoch = 0
         self._memo: tuple | None = None
         self.pinned: str | None = None   # a variant chosen whatever the estimates (pin())
+        self._previous: str | None = None    # the label of the last decision
+        self._unmeasured: str | None = None  # a switch call of this label is not measured
+        self._repeat: tuple | None = None    # (estimates, decision): a probe's second call
 
     # -- corrections ---------------------------------------------------------------------------
 
@@ -153,6 +166,9 @@ class Selector:
         freely. Once a correction rests on ``SETTLED`` measurements, unsurprising calls update
         it one in ``SAMPLE`` (warm calls stay cheap)."""
         if estimate.seconds <= 0 or measured_s <= 0:
+            return False
+        if self._unmeasured is not None and estimate.label == self._unmeasured:
+            self._unmeasured = None   # a switch call (see "Switching" in the module)
             return False
         key = (estimate.label, estimate.size_class)
         entry = self._corrections.get(key)
@@ -215,15 +231,38 @@ class Selector:
         self._calls += 1
         memo = self._memo
         if memo is not None and memo[0] is estimates and memo[1] == self._epoch and \
-                self._calls < self._next_probe:
+                self._calls < self._next_probe and self._repeat is None:
+            if memo[2].label != self._previous:
+                self._switched(memo[2], estimates)
             return memo[2]
         if not estimates:
             raise ValueError("no variant to choose from")
+        decision = self._choose(estimates, can_wait, background)
+        if decision.label != self._previous:
+            self._switched(decision, estimates)
+        return decision
+
+    def _switched(self, decision: Decision, estimates: Sequence[Estimate]) -> None:
+        """The call about to run ``decision`` runs another variant than the last call."""
+        self._previous = decision.label
+        self._unmeasured = None
+        estimate = decision.estimate
+        if estimate is not None and not decision.build_now and \
+                self.corrected(estimate) < WARMUP_S:
+            self._unmeasured = decision.label
+            if decision.probe:
+                self._repeat = (estimates, decision)
+
+    def _choose(self, estimates: Sequence[Estimate], can_wait: bool,
+                background: bool) -> Decision:
+        repeat, self._repeat = self._repeat, None
+        if repeat is not None and repeat[0] is estimates:
+            return repeat[1]   # a probe's second call (see "Switching")
         times = {e.label: self.corrected(e) for e in estimates}
         if self.pinned is not None:
             pinned = next(e for e in estimates if e.label == self.pinned)
             decision = Decision(pinned.label, pinned.build_s > 0, None, f"{pinned.label} "
-                                "(pinned)", tuple(estimates), times)
+                                "(pinned)", tuple(estimates), times, stable=True)
             self._memo = (estimates, self._epoch, decision)
             return decision
         by_label = {e.label: e for e in estimates}
@@ -278,7 +317,7 @@ class Selector:
             runner_up = min(others, key=lambda e: (self.measurements(e.label), times[e.label]))
             return Decision(runner_up.label, False, None,
                             f"{runner_up.label} (re-probing the runner-up of {best.label})",
-                            tuple(estimates), times)
+                            tuple(estimates), times, probe=True)
         decision = Decision(best.label, False, None, f"{best.label}: the fastest predicted "
                             f"({_s(times[best.label])})", tuple(estimates), times, stable=True)
         if not others or len(ready) == len(estimates):

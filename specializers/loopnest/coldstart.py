@@ -16,7 +16,9 @@ to ``d`` dimensions and ``N`` elements runs about ``N ** (L / d)`` iterations (g
 loops over ``n x n`` matrices: ``n ** 3``), each at least ``WORK_S_PER_ELEMENT`` in the
 interpreter; ``L`` is read off the method's bytecode (the deepest nesting of its ``for``
 loops), once. The analysis cost is proportional to the size of the method's bytecode
-(``ANALYSIS_S_PER_BYTE``, measured on the twelve examples). ``strict=True``, a forced backend, ``ASP_SELECTION=fixed``
+(``ANALYSIS_S_PER_BYTE``, measured on the twelve examples), plus, for the first kernel a
+process analyses, the analysis's own first use (``FIRST_ANALYSIS_S``: the modules it loads,
+measured at 20 to 25 ms). ``strict=True``, a forced backend, ``ASP_SELECTION=fixed``
 or ``explain()`` analyse at once.
 """
 
@@ -35,6 +37,14 @@ WORK_S_PER_ELEMENT = 60e-9
 #: a base (seconds): the static part alone measured 10 to 64 us a byte on the examples.
 ANALYSIS_S_PER_BYTE = 30e-6
 ANALYSIS_BASE_S = 2e-3
+#: The first analysis in a process loads the analysis and code generation (seconds).
+FIRST_ANALYSIS_S = 20e-3
+_ANALYSED = [False]   # whether this process has analysed a kernel
+
+
+def analysed() -> None:
+    """A kernel was analysed in this process (the next ones cost less)."""
+    _ANALYSED[0] = True
 
 
 @dataclass
@@ -54,7 +64,8 @@ class ColdStart:
 
     def stays_cold(self, owner: Any, args: tuple, kwargs: dict) -> bool:
         """Whether this call should run the original code without analysis."""
-        return self.spent + work_hint(owner, args, kwargs, self.depth) < self.analysis_s
+        first = 0.0 if _ANALYSED[0] else FIRST_ANALYSIS_S
+        return self.spent + work_hint(owner, args, kwargs, self.depth) < self.analysis_s + first
 
     def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict) -> Any:
         """Run the original method, adding its time to what the cold kernel has spent."""

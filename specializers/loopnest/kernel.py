@@ -25,11 +25,14 @@ from typing import Any
 
 from asp_core import config as config_module
 
-from . import pipeline
+from . import coldstart, pipeline
 from .coldstart import ColdStart
+from .cost.estimates import ORIGINAL
+from .cost.machine import machine
 from .report import KernelCall, Report, explain_text, nest_call
 from .rewrite import rewrite_kernel
 from .runtime import NestRunner
+from .settled import Settled
 
 
 class _KernelClass:
@@ -75,21 +78,67 @@ class _KernelState:
                         for a in kernel_class.analysis.nests]
         self.call_id = 0
         self.ran_in = [-1] * len(self.runners)
+        self.settled: Settled | None = None
+        self.settled_in = -1       # the call that settled it
+        self.ran_settled = False   # the last call ran as a settled kernel (``settled``)
 
     def enter(self, index: int, local_values: dict[str, Any]) -> Any:
         self.ran_in[index] = self.call_id
         return self.runners[index].enter(local_values)
 
+    # -- settling (``settled``) -------------------------------------------------------------
+
+    def unsettle(self) -> None:
+        """Ask the cost model again: the settled calls count for its re-probing, and the last
+        one's time, shared out as predicted, corrects the nests' original code."""
+        settled, self.settled = self.settled, None
+        for runner in self.runners:
+            runner.selector.skipped(settled.ran)
+        if settled.last_s > 0:
+            for runner, estimate, share in settled.shares:
+                runner.selector.observe(estimate, settled.last_s * share)
+
+    def settle(self, owner: "LoopKernel", args: tuple, kwargs: dict) -> None:
+        """Settle (``settled``) after a call whose nests made stable choices, when running
+        them all as the original code, the method whole, is predicted to cost less than those
+        choices with the dispatch each nest pays."""
+        if kwargs:
+            return
+        m = machine()
+        dispatch = m.dispatch_ns * 1e-9
+        original = chosen = 0.0
+        parts = []
+        for index, runner in enumerate(self.runners):
+            if self.ran_in[index] != self.call_id or runner._gather is None:
+                continue   # (a nest rejected when analysed always runs its original code)
+            decision = runner.last_decision
+            if decision is None or not decision.stable or runner.last_call.fallback is not None:
+                return
+            mine = next((e for e in decision.estimates if e.label == ORIGINAL), None)
+            if mine is None:
+                return
+            alone = decision.corrected[ORIGINAL] - mine.fixed_s
+            original += alone
+            chosen += decision.corrected[decision.label] + dispatch
+            parts.append((runner, mine, alone))
+        original += m.settled_call_ns * 1e-9
+        if original <= chosen:
+            total = sum(alone for _, _, alone in parts) or 1.0
+            shares = tuple((runner, mine, alone / total) for runner, mine, alone in parts)
+            self.settled = Settled.of(owner, args, original, shares)
+            self.settled_in = self.call_id
+
     def record(self) -> KernelCall:
         nests = []
+        ran = self.settled_in if self.ran_settled else self.call_id
         for index, runner in enumerate(self.runners):
             analysis = runner.analysis
-            if self.ran_in[index] != self.call_id or runner.last_call is None:
+            if self.ran_in[index] != ran or runner.last_call is None:
                 nests.append(nest_call(analysis, None, None, None))
             else:
                 nests.append(nest_call(analysis, runner.last_call.backend,
                                        runner.last_call.fallback, runner.last_schedule, runner))
-        return KernelCall(tuple(nests))
+        return KernelCall(tuple(nests), settled=self.ran_settled)
 
 
 class LoopKernel:
@@ -166,6 +215,9 @@ class LoopKernel:
 
 
 _CLASSES: dict[Any, _KernelClass] = {}
+#: A kernel judges whether to settle (``settled``) every SETTLE_EVERY calls (a power of 2),
+#: and on the call that ends a settlement.
+SETTLE_EVERY = 8
 
 
 def _kernel_class(func) -> _KernelClass:
@@ -175,6 +227,7 @@ def _kernel_class(func) -> _KernelClass:
             found = _CLASSES.get(func)
             if found is None:
                 found = _CLASSES[func] = _KernelClass(func)
+                coldstart.analysed()
     return found
 
 
@@ -212,10 +265,21 @@ def _dispatching_kernel(original):
                 return cold.run(original, self, args, kwargs)
             _COLD.pop(original, None)
         state = self._asp_begin(original)
+        settled = state.settled
+        if settled is not None:
+            if settled.takes(self, args, kwargs):
+                state.ran_settled = True
+                return settled.run(original, self, args, kwargs)
+            state.unsettle()
+        judge = settled is not None or not state.call_id & SETTLE_EVERY - 1
+        state.ran_settled = False
         try:
-            return state.kernel_class.rewritten(self, *args, **kwargs)
+            result = state.kernel_class.rewritten(self, *args, **kwargs)
         finally:
             self._asp_current = state  # a kernel called inside this one (super()) is over
+        if judge and self.__dict__.get("_asp_cold_ok"):
+            state.settle(self, args, kwargs)
+        return result
 
 
 

@@ -47,6 +47,7 @@ class NestCall:
 class KernelCall:
     nests: tuple[NestCall, ...]
     cold: bool = False   # the kernel ran as its original code, not analysed yet (coldstart)
+    settled: bool = False  # it ran as its original code, as its nests last chose (settled)
 
 
 def nest_call(analysis: NestAnalysis | RejectedNest, backend: str | None, fallback: str | None,

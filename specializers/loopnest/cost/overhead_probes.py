@@ -6,13 +6,18 @@ one-element arrays, against the same method run as plain Python (``tiny_plain``)
 
 * ``c_call_ns``: one run of the compiled variant itself (what the dispatcher times: the
   arguments, cffi, the results), called directly with the nest's inputs;
+* ``dispatch_ns``: the rest of a compiled call through the cost model's path (the signature,
+  the binding, the estimates, the choice, the bookkeeping; the selector pinned to serial C,
+  ``asp_core.selection.Selector.pin``, so that no probe of another variant interferes): the
+  kernel's call less ``c_call_ns`` and less the plain method on empty arrays (the code of the
+  method outside its nest);
 * ``py_call_ns``: what entering a nest left to the original code costs beyond what a compiled
-  call pays, both through the cost model's own path (its selector pinned to one variant:
-  ``asp_core.selection.Selector.pin``, so that both pay the same estimates, choice and
-  bookkeeping): the kernel pinned to the plain-Python variant, the original code itself
+  call pays, both through the cost model's path: the kernel pinned to the original code
   (``cost.estimates.ORIGINAL``: the runner answers ``RUN_ORIGINAL`` and the rewritten kernel
-  runs and times the loop as written), less the plain method with its one iteration, less the
-  same kernel pinned to serial C, less ``c_call_ns``, plus the plain method on empty arrays.
+  runs and times the loop as written), less the plain method with its one iteration, less
+  ``dispatch_ns``;
+* ``settled_call_ns``: a call of the kernel settled on its original code (``settled``), less
+  the plain method.
 
 Compile time is that of ``asp_core.backends.c.compile_c`` (compiler, cffi declarations, load)
 on the serial C the specializer generates for kernels of 1, 6 and 24 statements
@@ -40,14 +45,16 @@ from .timing import best_per_unit
 
 
 def measure_calls(quick: bool, compiled: bool = True) -> dict[str, float]:
-    """``c_call_ns`` and ``py_call_ns`` of ``MachineParams`` (only ``py_call_ns``, the whole
-    overhead of the Python path, when not ``compiled``: no C compiler)."""
+    """``c_call_ns``, ``dispatch_ns``, ``py_call_ns`` and ``settled_call_ns`` of
+    ``MachineParams`` (without a C compiler, ``py_call_ns`` is the whole Python path)."""
     one = [np.zeros(1), np.ones(1), np.ones(1)]
     empty = [np.zeros(0) for _ in range(3)]
     python = _pinned(ORIGINAL, "python", one)
+    settled = _settled(_pinned(ORIGINAL, "python", one))
     cases = {"plain": _loop(lambda *a: tiny_plain(python, *a), one),
              "plain_empty": _loop(lambda *a: tiny_plain(python, *a), empty),
-             "python": _loop(python.kernel, one)}
+             "python": _loop(python.kernel, one),
+             "settled": _loop(settled.kernel, one)}
     if compiled:
         kernel = _pinned("c", "c", one)
         runner = kernel._asp_current.runners[0]
@@ -59,10 +66,21 @@ def measure_calls(quick: bool, compiled: bool = True) -> dict[str, float]:
     t = {name: s * 1e9 for name, s in
          best_per_unit({name: (run, count) for name, run in cases.items()}, repeats).items()}
     python_path = t["python"] - t["plain"]
+    out = {"settled_call_ns": max(0.0, t["settled"] - t["plain"])}
     if not compiled:
-        return {"py_call_ns": max(0.0, python_path)}
+        return {**out, "py_call_ns": max(0.0, python_path)}
     dispatch = max(0.0, t["c"] - t["plain_empty"] - t["c_run"])
-    return {"c_call_ns": t["c_run"], "py_call_ns": max(0.0, python_path - dispatch)}
+    return {**out, "c_call_ns": t["c_run"], "dispatch_ns": dispatch,
+            "py_call_ns": max(0.0, python_path - dispatch)}
+
+
+def _settled(kernel: Tiny) -> Tiny:
+    """``kernel`` settled on its original code for as long as the calibration calls it."""
+    from ..settled import Settled
+
+    state = kernel._asp_current
+    state.settled = Settled((None, None, None), (), float("inf"), left=2**62)
+    return kernel
 
 
 def prepare() -> None:

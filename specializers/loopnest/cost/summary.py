@@ -29,10 +29,12 @@ def summary(params: MachineParams) -> str:
             f"  statement                  {_ns(p.py_statement_ns)}",
             f"  subscript beyond the first {_ns(p.py_subscript_ns)}",
             f"  entering a nest            {_ns(p.py_call_ns)} (beyond a compiled call's)",
+            f"  a settled kernel's call    {_ns(p.settled_call_ns)} (beyond its method)",
             "compiled C (scalar, one thread)",
             f"  loop iteration             {_ns(p.c_iteration_ns)}",
             f"  vectorized speed-up        {p.vector_speedup:.2f}x",
             f"  one call of a variant      {_ns(p.c_call_ns)}",
+            f"  choosing it (dispatch)     {_ns(p.dispatch_ns)} (a settled kernel skips it)",
             "per operation          interpreter     compiled    ratio"]
     for kind in KINDS:
         py, c = p.py_op_ns.get(kind, 0.0), p.c_op_ns.get(kind, 0.0)

@@ -47,3 +47,14 @@ def test_a_dense_kernel_on_mid_sized_data_is_analysed_at_once():
     assert not cold.stays_cold(None, (A, A, A, n), {})   # 2 million iterations
     small = np.zeros((4, 4))
     assert cold.stays_cold(None, (small, small, small, 4), {})
+
+
+def test_the_first_analysis_in_a_process_costs_more(monkeypatch):
+    from specializers.loopnest import coldstart
+
+    cold = ColdStart(analysis_s=1e-3)
+    data = np.zeros(int(5e-3 / WORK_S_PER_ELEMENT))   # 5 ms of work
+    monkeypatch.setattr(coldstart, "_ANALYSED", [False])
+    assert cold.stays_cold(None, (data,), {})          # the analysis loads its modules first
+    coldstart.analysed()
+    assert not cold.stays_cold(None, (data,), {})

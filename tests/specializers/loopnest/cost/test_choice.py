@@ -87,13 +87,15 @@ def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
     variant = runner._variants.get((sig, label))
 
     def slow(*args):
-        time.sleep(0.01)  # 10 ms: a thousand times what the model predicts
+        time.sleep(0.05)  # 50 ms: thousands of times what the model predicts, and 10 times
+        # what the original code takes, even on a busy machine
         return variant.run(*args)
 
     runner._variants.put((sig, label), dataclasses.replace(variant, run=slow))
     runner._fast = None
-    labels = run(kernel, 20)
-    assert labels[-10:].count(first) <= 2 and labels.count(first) <= 8, labels  # (re-probed now and then)
+    labels = run(kernel, 40)   # (a re-probe, two calls in a row, comes at about call 20)
+    # (re-probed now and then: a probe of a variant predicted under a millisecond is two calls)
+    assert labels[-10:].count(first) <= 4 and labels.count(first) <= 10, labels
     assert runner.selector.factor(label, runner.last_estimate.size_class) > 10
 
 

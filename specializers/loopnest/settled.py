@@ -1,0 +1,102 @@
+"""Settled kernels: where the original code is cheaper than dispatching its nests, the
+method runs whole.
+
+On small data a nest's plain Python often costs less than the fixed costs of choosing and
+entering a variant: the nest's inputs, their signature, the binding, the choice (the
+calibrated ``dispatch_ns``: 7 us a call on the development machine, against 3 us for a
+16-element vector addition). Every nest of a kernel pays that dispatch, whichever variant it
+chooses, so the cost model's choice per nest does not see it; a kernel that skips every nest's
+dispatch, running its original method whole, does. So after each call whose nests made stable
+choices (no probe of another variant under way), the kernel compares the predicted time of
+its nests as original code (``cost.estimates.ORIGINAL``, corrected by what they measured) plus
+a settled call's own cost (``settled_call_ns``) with the predicted time of its nests' choices
+plus their dispatch; where the first is smaller it *settles*: its next calls with positional
+arguments no larger run the original method directly, timed. No larger: each argument, and
+each attribute of the instance, that was an array or an int in the settling call is an array
+of at most as many elements, or an int at most as large, or of another type (a bound the guard
+cannot see, such as a global, is caught by the time check below).
+
+A settled kernel is asked again (a call through the cost model, which may settle it again)
+after ``SETTLED_CALLS`` calls, or at once after a call that took more than ``SLOWER`` times its
+prediction; the calls it skipped count for the selectors' re-probing schedules, and the last
+one's time, shared out among the nests as predicted, corrects their original code's
+predictions. Running the original code is always exact, so settling can cost time, never
+correctness: at most ``SETTLED_CALLS`` calls of a choice gone stale.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from numpy import ndarray
+
+#: Calls a settled kernel runs as its original code before it asks the cost model again.
+SETTLED_CALLS = 64
+#: A settled call slower than this many times its prediction ends the settlement.
+SLOWER = 4.0
+
+
+@dataclass
+class Settled:
+    """The settlement of one kernel state: the sizes of the settling call's arrays and ints
+    (by argument position, and by attribute name), its time, and the calls left before the
+    cost model is asked again."""
+
+    limits: tuple            # per positional argument: its size, or None (not sized)
+    attributes: tuple        # (name, size) of the instance's arrays and ints
+    seconds: float           # the predicted time of a settled call
+    shares: tuple = ()       # (runner, its original code's estimate, its share of the time)
+    left: int = SETTLED_CALLS
+    ran: int = 0
+    last_s: float = 0.0      # the last settled call's time
+
+    @classmethod
+    def of(cls, owner: Any, args: tuple, seconds: float, shares: tuple = ()) -> "Settled":
+        attributes = tuple((name, size) for name, value in vars(owner).items()
+                           if (size := _size(value)) is not None
+                           and not name.startswith("_asp_"))
+        return cls(tuple(map(_size, args)), attributes, seconds, shares)
+
+    def takes(self, owner: Any, args: tuple, kwargs: dict) -> bool:
+        """Whether this call may run as the original method without asking the model."""
+        if self.left <= 0 or kwargs or len(args) != len(self.limits):
+            return False
+        for value, limit in zip(args, self.limits):
+            if limit is not None:
+                kind = type(value)
+                if kind is ndarray:
+                    if value.size > limit:
+                        return False
+                elif kind is int and value > limit:
+                    return False
+        if self.attributes:
+            values = vars(owner)
+            for name, limit in self.attributes:
+                size = _size(values.get(name))
+                if size is not None and size > limit:
+                    return False
+        return True
+
+    def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict) -> Any:
+        """Run the original method; a call much slower than the settling one ends it."""
+        self.left -= 1
+        self.ran += 1
+        started = time.perf_counter()
+        try:
+            return original(owner, *args, **kwargs)
+        finally:
+            self.last_s = elapsed = time.perf_counter() - started
+            if elapsed > SLOWER * self.seconds:
+                self.left = 0
+
+
+def _size(value: Any) -> int | None:
+    """An array's element count, an int's value, else None."""
+    kind = type(value)
+    if kind is ndarray:
+        return value.size
+    if kind is int:
+        return value
+    return None

@@ -1,0 +1,170 @@
+"""settled: a kernel whose nests' dispatch costs more than their original code runs the method
+whole; what ends a settlement; who never settles. Every result is checked against the
+original code."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from specializers.loopnest import LoopKernel, kernel as kernel_module, settled
+from specializers.loopnest.cost import estimates, machine as machine_module
+from specializers.loopnest.cost.machine import DEFAULTS
+from specializers.loopnest.kernel import _COLD
+
+
+class Add(LoopKernel):
+    def kernel(self, a, b, c):
+        for i in range(len(a)):
+            c[i] = a[i] + b[i]
+
+
+class Scaled(LoopKernel):
+    """Its loop bound is an attribute."""
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        self.n = n
+
+    def kernel(self, a, c):
+        for i in range(self.n):
+            c[i] = 2.0 * a[i]
+
+
+@pytest.fixture(autouse=True)
+def warm_start():
+    """Analyse at the first call (no cold start): the tests are about what follows."""
+    for cls in (Add, Scaled):
+        _COLD.pop(cls.kernel._asp_original_function, None)
+
+
+@pytest.fixture
+def params(monkeypatch):
+    """Inject machine parameters: ``params(**changes)`` (DEFAULTS otherwise)."""
+    def inject(**changes):
+        chosen = dataclasses.replace(DEFAULTS, **changes)
+        for module in (machine_module, estimates, kernel_module):
+            monkeypatch.setattr(module, "machine", lambda: chosen)
+        return chosen
+
+    return inject
+
+
+def call(kernel, n, times=1):
+    """``times`` calls on ``n`` elements, each checked against the original code; the records
+    of the calls."""
+    records = []
+    for _ in range(times):
+        a, b = np.arange(float(n)), np.full(n, 0.5)
+        c, expected = np.zeros(n), np.zeros(n)
+        kernel.kernel(a, b, c)
+        kernel.original_kernel(a, b, expected)
+        assert np.array_equal(c, expected)
+        records.append(kernel.last_call)
+    return records
+
+
+def until_settled(kernel, n, limit=400):
+    """Calls until one runs settled with calls of its settlement left (on a busy machine a
+    preempted call ends a settlement: the next one asks the model, and settles again)."""
+    for _ in range(limit):
+        (record,) = call(kernel, n)
+        state = kernel._asp_current
+        if record.settled and state.settled is not None and state.settled.left > 1:
+            return record
+    raise AssertionError(f"not settled after {limit} calls")
+
+
+def test_tiny_calls_settle_on_the_original_code(params):
+    params()
+    kernel = Add()
+    record = until_settled(kernel, 4)
+    assert record.nests[0].backend == "python"
+    records = call(kernel, 4, 200)
+    assert sum(r.settled for r in records) > 150   # the method ran whole, without dispatch
+
+
+def test_larger_data_asks_the_model_again(params):
+    params()
+    kernel = Add()
+    until_settled(kernel, 4)
+    (record,) = call(kernel, 200_000)
+    assert not record.settled and record.nests[0].predicted_s is not None
+
+
+def test_a_settlement_ends_after_its_calls(params):
+    params()
+    kernel = Add()
+    until_settled(kernel, 4)
+    state = kernel._asp_current
+    first = state.settled
+    call(kernel, 4, settled.SETTLED_CALLS + 1)
+    assert first.left == 0
+    until_settled(kernel, 4)
+    assert state.settled is not first   # asked again, and settled again
+
+
+def test_a_call_much_slower_than_predicted_ends_it_and_corrects_the_model(params):
+    params()
+    kernel = Add()
+    until_settled(kernel, 4)
+    state = kernel._asp_current
+    runner, estimate, share = state.settled.shares[0]
+    before = runner.selector.factor(estimate.label, estimate.size_class)
+    state.settled.seconds = 1e-12   # every call is now far slower than its prediction
+    (record,) = call(kernel, 4)
+    assert record.settled and state.settled.left == 0
+    (record,) = call(kernel, 4)
+    assert not record.settled   # the next call goes through the model
+    assert share == 1.0 and runner.selector.factor(estimate.label, estimate.size_class) != before
+
+
+def test_the_attributes_are_guarded_too(params):
+    params()
+    kernel = Scaled(4)
+    a, c = np.ones(200_000), np.zeros(200_000)
+    for _ in range(400):
+        kernel.kernel(a, c)
+        state = kernel._asp_current
+        if state.settled is not None and state.settled.left > 1:
+            break
+    assert state.settled.takes(kernel, (a, c), {})
+    kernel.n = 200_000   # the same arrays, a loop bound 50,000 times larger
+    assert not state.settled.takes(kernel, (a, c), {})
+    kernel.kernel(a, c)
+    assert not kernel.last_call.settled
+    assert np.array_equal(c, 2.0 * a)
+
+
+def test_settling_follows_the_dispatch_cost(params):
+    # No dispatch and costly settled calls: settling never pays; the nest's choice runs.
+    params(dispatch_ns=0.0, settled_call_ns=1e9)
+    assert not any(r.settled for r in call(Add(), 4, 100))
+    # A dispatch costing a second: settled even where compiled code (built at once) is far
+    # faster, and the nest's own choice is compiled code.
+    params(dispatch_ns=1e9, compile_base_s=0.0, compile_per_line_s=0.0)
+    kernel = Add()
+    until_settled(kernel, 20_000)
+    assert kernel._asp_current.runners[0].last_decision.label != "original"
+
+
+@pytest.mark.parametrize("options", [{"strict": True}, {"backend": "c"}, {"backend": "python"}])
+def test_strict_and_forced_kernels_never_settle(params, options):
+    params(dispatch_ns=1e9)
+    assert not any(r.settled for r in call(Add(**options), 4, 100))
+
+
+def test_a_fixed_selection_never_settles(params, monkeypatch):
+    params(dispatch_ns=1e9)
+    monkeypatch.setenv("ASP_SELECTION", "fixed")
+    assert not any(r.settled for r in call(Add(), 4, 100))
+
+
+def test_keyword_arguments_never_settle(params):
+    params(dispatch_ns=1e9)
+    kernel = Add()
+    for _ in range(100):
+        a, b, c = np.ones(4), np.ones(4), np.zeros(4)
+        kernel.kernel(a, b, c=c)
+        assert np.array_equal(c, a + b)
+        assert not kernel.last_call.settled
