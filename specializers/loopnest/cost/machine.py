@@ -47,7 +47,7 @@ class MachineParams:
     c_iteration_ns: float = 0.35           # loop overhead per iteration
     c_call_ns: float = 2200.0              # one compiled variant's run: arguments, cffi,
                                            # results
-    dispatch_ns: float = 6500.0            # the rest of entering a nest: its signature,
+    dispatch_ns: float = 8800.0            # the rest of entering a nest: its signature,
                                            # binding and choice (a settled kernel skips it)
     settled_call_ns: float = 1100.0        # a call of a settled kernel beyond its method
     vector_speedup: float = 4.7            # compute speed-up of a vectorized inner loop
