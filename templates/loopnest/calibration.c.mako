@@ -110,4 +110,35 @@ void asp_cal_barrier(int64_t reps, int32_t threads) {
         }
     }
 }
+
+/* A worksharing loop of one iteration per thread, with and without a sum reduction: their
+   difference is combining the threads' partial sums. */
+double asp_cal_for(int64_t reps, int32_t threads) {
+    double total = 0.0;
+    #pragma omp parallel num_threads(threads)
+    {
+        for (int64_t r = 0; r < reps; r++) {
+            #pragma omp for schedule(static)
+            for (int32_t k = 0; k < threads; k++) {
+                ASP_CLOBBER();
+            }
+        }
+    }
+    return total;
+}
+
+double asp_cal_reduce(int64_t reps, int32_t threads) {
+    double total = 0.0;
+    #pragma omp parallel num_threads(threads)
+    {
+        for (int64_t r = 0; r < reps; r++) {
+            #pragma omp for schedule(static) reduction(+:total)
+            for (int32_t k = 0; k < threads; k++) {
+                total += 1.0;
+                ASP_CLOBBER();
+            }
+        }
+    }
+    return total;
+}
 % endif

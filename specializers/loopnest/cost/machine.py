@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 #: Name of the calibration record (``asp_core.calibration``) and its format version.
 CALIBRATION = "loopnest-acm"
-FORMAT = 2   # 2: dispatch_ns, settled_call_ns
+FORMAT = 3   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,12 @@ class MachineParams:
     cache_bytes: int = 32 * 2**20
     cache_bandwidth: float = 80e9
 
-    # OpenMP, by thread count: entering and leaving a parallel region, one barrier.
+    # OpenMP, by thread count: entering and leaving a parallel region, one barrier, one
+    # reduction's combine.
     omp_fork_ns: Mapping[int, float] = field(default_factory=lambda: {2: 520.0})
     omp_barrier_ns: Mapping[int, float] = field(default_factory=lambda: {2: 240.0})
+    omp_combine_ns: Mapping[int, float] = field(default_factory=lambda: {2: 60.0})
+                                           # combining one reduction's partial results
     omp_wake_ns: float = 43000.0           # the first region of a call after the team slept
 
     # Compiling a variant (gcc through codepy): seconds, base plus per line of C beyond the
@@ -82,7 +85,7 @@ class MachineParams:
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
-        for name in ("bandwidth", "omp_fork_ns", "omp_barrier_ns"):
+        for name in ("bandwidth", "omp_fork_ns", "omp_barrier_ns", "omp_combine_ns"):
             out[name] = {str(k): v for k, v in out[name].items()}
         return out
 
@@ -93,7 +96,7 @@ class MachineParams:
         if not isinstance(data, Mapping) or set(data) - names:
             raise ValueError(f"unexpected fields {sorted(set(data) - names)}")
         values = dict(data)
-        for name in ("bandwidth", "omp_fork_ns", "omp_barrier_ns"):
+        for name in ("bandwidth", "omp_fork_ns", "omp_barrier_ns", "omp_combine_ns"):
             if name in values:
                 values[name] = {int(k): float(v) for k, v in values[name].items()}
         for name in ("py_op_ns", "c_op_ns"):

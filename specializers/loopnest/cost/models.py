@@ -19,7 +19,8 @@ own; nothing else changes). Each returns the predicted seconds and its main term
 * ``openmp`` at ``threads`` threads: the parallel statements' compute split over the threads
   (times the imbalance of static scheduling over triangular loops), the serial statements'
   compute on one thread, memory over the bandwidth of that many threads, plus fork/join per
-  parallel region entered and a barrier per worksharing loop and ``single`` block entered.
+  parallel region entered, a barrier per worksharing loop and ``single`` block entered, and
+  a combine per reduction variable of each parallel loop entered.
 
 Compile time: ``build_seconds`` predicts the compile of a variant from the size of its source.
 All times from ``cost.machine.MachineParams``.
@@ -61,6 +62,8 @@ class NestProfile:
     iterations: int           # loop iterations, all loops
     regions: int              # parallel regions entered (OpenMP)
     barriers: int             # barriers met (OpenMP: worksharing loops, single blocks)
+    combines: int             # reductions combined (OpenMP: per parallel loop entered, its
+                              # reduction variables)
     imbalance: float          # the busiest thread's share of parallel work over the mean
     footprint: int            # bytes of the arrays the nest touches
     work: int                 # statement instances
@@ -103,14 +106,14 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     for lid in loops:
         chain = _source_chain(lid, loops)
         iterations += domain.count(chain, loops).instances
-    regions, barriers, imbalance = _openmp_structure(analysis, plan, small)
+    regions, barriers, combines, imbalance = _openmp_structure(analysis, plan, small)
     footprint = 0
     for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
         footprint += math.prod(shape) * types.arrays[name].dtype.itemsize
     work = sum(s.instances for s in statements)
     lines = MODULE_LINES + 30 + 4 * len(statements) + 4 * len(loops)
-    return NestProfile(tuple(statements), iterations, regions, barriers, imbalance, footprint,
-                       work, exact, lines)
+    return NestProfile(tuple(statements), iterations, regions, barriers, combines, imbalance,
+                       footprint, work, exact, lines)
 
 
 def _source_chain(lid: int, loops) -> tuple[int, ...]:
@@ -169,14 +172,15 @@ def _bytes(analysis, plan, types, sid: int, inner: SLoop | None, layouts) -> tup
     return moved, unit
 
 
-def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, float]:
-    """(parallel regions entered, barriers met, imbalance) of the OpenMP variant, after the
-    emitter's rules (``codegen.openmp``): a top-level parallel loop is a region entered once;
-    a top-level sequential loop around parallel loops is one region, in which each parallel
-    loop is a worksharing loop (a barrier per entry) and statements or sequential loops at
-    region level run in ``single`` blocks (a barrier per entry)."""
+def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, int, float]:
+    """(parallel regions entered, barriers met, reductions combined, imbalance) of the OpenMP
+    variant, after the emitter's rules (``codegen.openmp``): a top-level parallel loop is a
+    region entered once; a top-level sequential loop around parallel loops is one region, in
+    which each parallel loop is a worksharing loop (a barrier per entry) and statements or
+    sequential loops at region level run in ``single`` blocks (a barrier per entry). Each entry
+    of a parallel loop combines each of its reduction variables once."""
     loops = plan.bound.loops
-    regions = barriers = 0
+    regions = barriers = combines = 0
     imbalance = 1.0
 
     def statements_under(node) -> list[int]:
@@ -198,9 +202,11 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
         return isinstance(node, SLoop) and (shared(node) or any(map(has_parallel, node.body)))
 
     def region_level(node, ancestors: tuple[SLoop, ...]) -> None:
-        nonlocal barriers, imbalance
+        nonlocal barriers, combines, imbalance
         if shared(node):
-            barriers += entries(ancestors)
+            entered = entries(ancestors)
+            barriers += entered
+            combines += entered * len(node.reductions)
             imbalance = max(imbalance, _imbalance(analysis, loops, node, statements_under(node)))
         elif isinstance(node, SLoop) and has_parallel(node):
             for child in node.body:
@@ -213,11 +219,12 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
             continue
         regions += 1
         if node.parallel:
+            combines += len(node.reductions)
             imbalance = max(imbalance, _imbalance(analysis, loops, node, statements_under(node)))
         else:
             for child in node.body:
                 region_level(child, (node,))
-    return regions, barriers, imbalance
+    return regions, barriers, combines, imbalance
 
 
 def _longest_chain(ancestors: tuple[SLoop, ...], loops) -> tuple[int, ...]:
@@ -307,12 +314,14 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
     memory = _memory_s(p, m, threads)
     regions = p.regions * m.per_thread(m.omp_fork_ns, threads) * 1e-9 * waiting
     barriers = p.barriers * m.per_thread(m.omp_barrier_ns, threads) * 1e-9 * waiting
+    reductions = p.combines * m.per_thread(m.omp_combine_ns, threads) * 1e-9 * waiting
     # Waking a team that slept since the last call (``omp_wake_ns``) depends on how calls
     # follow each other, which the online correction learns: calls back to back never pay
     # it, calls between long Python pauses always do. It is not in the prediction.
     terms = {"parallel compute": share, "serial compute": serial, "memory": memory,
-             "regions": regions, "barriers": barriers, "call": m.c_call_ns * 1e-9}
-    return max(compute, memory) + regions + barriers + terms["call"], terms
+             "regions": regions, "barriers": barriers, "reductions": reductions,
+             "call": m.c_call_ns * 1e-9}
+    return max(compute, memory) + regions + barriers + reductions + terms["call"], terms
 
 
 #: How much more a barrier or region costs per runnable thread beyond the cores (measured

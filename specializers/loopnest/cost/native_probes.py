@@ -1,5 +1,5 @@
 """Calibration of compiled code: per-operation times of scalar C, the vector speed-up, memory
-bandwidth by thread count, and OpenMP's fork/join and barrier costs by thread count.
+bandwidth by thread count, and OpenMP's fork/join, barrier and reduction costs by thread count.
 
 The micro-kernels (``templates/loopnest/calibration.c.mako``) are built once, as one module,
 through ``asp_core.backends.c.compile_c`` (with OpenMP where the compiler has it; the module is
@@ -16,7 +16,9 @@ Bandwidth is STREAM's triad (``a[i] = b[i] + x * c[i]``, counted as 24 bytes an 
 arrays four times (quick: twice) the last-level cache (``cache_bytes``, read from sysfs), on 1,
 2, 4 ... threads and on every core; the cache bandwidth is the same loop on one thread over
 arrays that fill a quarter of it. OpenMP's costs are those of empty regions and barriers back to
-back, and of a region entered after the team went to sleep (``omp_wake_ns``).
+back, of combining the threads' partial sums of a reduction (a worksharing loop of one iteration
+per thread with a ``reduction(+:...)`` clause, less the same loop without), and of a region
+entered after the team went to sleep (``omp_wake_ns``).
 """
 
 from __future__ import annotations
@@ -85,7 +87,9 @@ def kernel_cdef(openmp: bool) -> str:
               "int32_t threads);"]
     if openmp:
         lines += ["void asp_cal_fork(int64_t reps, int32_t threads);",
-                  "void asp_cal_barrier(int64_t reps, int32_t threads);"]
+                  "void asp_cal_barrier(int64_t reps, int32_t threads);",
+                  "double asp_cal_for(int64_t reps, int32_t threads);",
+                  "double asp_cal_reduce(int64_t reps, int32_t threads);"]
     return "\n".join(lines)
 
 
@@ -201,16 +205,20 @@ def measure_openmp(module: CModule, cores: int, quick: bool) -> dict[str, Any]:
     cases = {}
     for threads in counts:
         lib.asp_cal_fork(8, threads)  # start the thread team at this size
-        for name in ("fork", "barrier"):
+        for name in ("fork", "barrier", "for", "reduce"):
             run = functools.partial(_team_run, getattr(lib, f"asp_cal_{name}"), threads)
             cases[f"{name}{threads}"] = (run, count_for(run, target, 16))
     best = best_per_unit(cases, repeats)
     fork_ns = {t: best[f"fork{t}"] * 1e9 for t in counts}
-    barrier_ns = {}
+    barrier_ns, combine_ns = {}, {}
     for t in counts:
         count = cases[f"barrier{t}"][1]   # one call: one region and ``count`` barriers
         barrier_ns[t] = max(0.0, best[f"barrier{t}"] * 1e9 - fork_ns[t] / count)
-    return {"omp_fork_ns": fork_ns, "omp_barrier_ns": barrier_ns,
+        # (per loop, each run amortizing its region over its own count of loops)
+        loop = best[f"for{t}"] * 1e9 - fork_ns[t] / cases[f"for{t}"][1]
+        reduce = best[f"reduce{t}"] * 1e9 - fork_ns[t] / cases[f"reduce{t}"][1]
+        combine_ns[t] = max(1.0, reduce - loop)
+    return {"omp_fork_ns": fork_ns, "omp_barrier_ns": barrier_ns, "omp_combine_ns": combine_ns,
             "omp_wake_ns": _wake_ns(lib, max(counts), 3 if quick else 9)}
 
 

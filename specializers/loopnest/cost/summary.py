@@ -46,11 +46,12 @@ def summary(params: MachineParams) -> str:
     for threads in sorted(p.bandwidth):
         rows.append(f"  DRAM, {threads:>3} thread{'s' if threads > 1 else ' '}         "
                     f"{p.bandwidth[threads] / 1e9:.1f} GB/s")
-    rows.append("OpenMP                     fork/join      barrier")
-    for threads in sorted(set(p.omp_fork_ns) | set(p.omp_barrier_ns)):
-        fork = _ns(p.omp_fork_ns[threads]) if threads in p.omp_fork_ns else "-"
-        barrier = _ns(p.omp_barrier_ns[threads]) if threads in p.omp_barrier_ns else "-"
-        rows.append(f"  {threads:>3} threads            {fork:>12} {barrier:>12}")
+    rows.append("OpenMP                     fork/join      barrier    reduction")
+    tables = (p.omp_fork_ns, p.omp_barrier_ns, p.omp_combine_ns)
+    for threads in sorted(set().union(*tables)):
+        cells = [_ns(table[threads]) if threads in table else "-" for table in tables]
+        rows.append(f"  {threads:>3} threads            " +
+                    " ".join(f"{cell:>12}" for cell in cells))
     rows.append(f"  first region after a sleep {_ns(p.omp_wake_ns)}")
     rows.append("compiling a variant")
     rows.append(f"  base                       {p.compile_base_s * 1e3:.1f} ms")

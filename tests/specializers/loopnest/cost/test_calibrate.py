@@ -76,6 +76,8 @@ def test_quick_measurement_of_memory_and_openmp_is_sane(quick):
         assert min(quick.omp_fork_ns) == 2 and set(quick.omp_barrier_ns) == set(quick.omp_fork_ns)
         assert all(0 < v < 1e8 for v in quick.omp_fork_ns.values())
         assert all(0 <= v < 1e8 for v in quick.omp_barrier_ns.values())
+        assert set(quick.omp_combine_ns) == set(quick.omp_fork_ns)
+        assert all(0 < v < 1e8 for v in quick.omp_combine_ns.values())
     assert 0 <= quick.compile_base_s < 30 and 0 <= quick.compile_per_line_s < 1
     assert quick.compile_base_s + 100 * quick.compile_per_line_s > 0
 

@@ -1,0 +1,62 @@
+"""The cost model's structure counts of the OpenMP variant: parallel regions entered, barriers
+met and reductions combined, per call, from the schedule and the bound loops."""
+
+import numpy as np
+
+from specializers.loopnest import LoopKernel
+from specializers.loopnest.cost import models
+
+
+class Total(LoopKernel):
+    def kernel(self, A):
+        s = 0.0
+        for i in range(A.shape[0]):
+            s += A[i]
+        return s
+
+
+class Steps(LoopKernel):
+    """A sum over a row in each step of a sequential loop, used by the next row (rows long
+    enough for OpenMP to share: ``codegen.openmp.MIN_SHARED_WORK``)."""
+
+    def kernel(self, A):
+        for t in range(1, A.shape[0]):
+            s = 0.0
+            for j in range(A.shape[1]):
+                s += A[t - 1, j]
+            for j in range(A.shape[1]):
+                A[t, j] = A[t, j] + s * 1e-3
+
+
+class Scale(LoopKernel):
+    def kernel(self, A):
+        for i in range(A.shape[0]):
+            A[i] = 2.0 * A[i]
+
+
+def profile_of(kernel, *args) -> models.NestProfile:
+    kernel.kernel(*args)
+    runner = kernel._asp_current.runners[0]
+    return runner.estimator.profile(runner.signature(runner.last_inputs))
+
+
+def test_a_top_level_reduction_is_combined_once():
+    p = profile_of(Total(backend="python", strict=True), np.ones(1000))
+    assert (p.regions, p.combines) == (1, 1)
+
+
+def test_a_reduction_inside_a_sequential_loop_is_combined_at_each_entry():
+    p = profile_of(Steps(backend="python", strict=True), np.ones((9, 20_000)))
+    assert p.regions == 1 and p.combines == 8   # t = 1 .. 8
+
+
+def test_no_reduction_no_combine():
+    p = profile_of(Scale(backend="python", strict=True), np.ones(1000))
+    assert (p.regions, p.combines) == (1, 0)
+
+
+def test_combines_are_priced():
+    p = profile_of(Steps(backend="python", strict=True), np.ones((9, 20_000)))
+    params = models.MachineParams(omp_combine_ns={2: 1e6})   # a millisecond each
+    seconds, terms = models.openmp_cost(p, params, threads=2, cores=2)
+    assert terms["reductions"] == 8e-3 and seconds > 8e-3
