@@ -24,10 +24,11 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   paying the wake-up, the calls that chose it measure that, and the choice moves back.)
 * **Building.** A variant that is not built costs its build time first. The choice is made
   as a rent-or-buy (ski rental) problem: if building and running the best variant costs less
-  than running the best built one now, it is built now; otherwise the call runs the best built
-  variant, and the time this loses against the best variant is added up; once the losses reach
-  the build time, the best variant is built (in the background where the specializer can, so
-  that no call waits for it). Against an oracle that knows every future call, this pays at
+  than running the best built one now (by half, where the built one was never measured at
+  that size: an unchecked prediction may be twice off, and this call measures it), it is
+  built now; otherwise the call runs the best built variant, and the time this loses against
+  the best variant is added up; once the losses reach the build time, the best variant is
+  built (in the background where the specializer can, so that no call waits for it). Against an oracle that knows every future call, this pays at
   most twice the optimal cost (the classic 2-competitive break-even rule): calls that stop
   before the losses reach the build time lost at most the build time they did not spend;
   otherwise the build cost equals the losses already paid.
@@ -64,6 +65,10 @@ MAX_STEP = 0.5
 SETTLED, SAMPLE = 16, 4
 #: A correction moving by more than this (in log) lets the choice be made again.
 EPOCH_STEP = 0.25
+#: Building now to save the time of a built variant never measured at this size needs a
+#: prediction this many times better (a prediction not yet checked by any measurement is
+#: trusted within a factor of 2; see "Building").
+UNMEASURED_MARGIN = 2.0
 #: A call predicted under this that switches variants is not measured; a probe of such a
 #: variant runs twice in a row (see "Switching" above).
 WARMUP_S = 1e-3
@@ -271,8 +276,11 @@ class Selector:
         if best.build_s == 0:
             return self._probe(best, ready, times, estimates)
         best_ready = min(ready, key=lambda e: times[e.label]) if ready else None
-        if best_ready is None or (can_wait and
-                                  best.build_s + times[best.label] <= times[best_ready.label]):
+        margin = 1.0
+        if best_ready is not None and not self.measured(best_ready.label, best_ready.size_class):
+            margin = UNMEASURED_MARGIN
+        if best_ready is None or (can_wait and best.build_s + times[best.label] <=
+                                  times[best_ready.label] / margin):
             return Decision(best.label, True, None,
                             f"{best.label}: building it pays off in this call "
                             f"({_s(best.build_s)} + {_s(times[best.label])} against "

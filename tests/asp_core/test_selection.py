@@ -142,3 +142,16 @@ def test_variants_of_a_millisecond_or_more_are_probed_one_call_at_a_time():
         s.observe(d.estimate, 3e-3 if d.label == "omp" else 2e-3)
     runs = "".join("o" if label == "omp" else "c" for label in labels).split("c")
     assert {len(run) for run in runs if run} == {1}
+
+
+def test_building_now_against_an_unmeasured_prediction_needs_twice_the_gain():
+    estimates = (est("python", 0.3), est("c", 1e-3, build_s=0.2))
+    # 0.2 + 0.001 s against a prediction of 0.3 s never checked: run it, and measure it
+    s = Selector()
+    d = s.choose(estimates)
+    assert d.label == "python" and not d.build_now
+    s.observe(d.estimate, 0.3)
+    # measured now: building pays off within the call
+    assert s.choose(estimates).build_now
+    # far enough ahead, even unmeasured
+    assert Selector().choose((est("python", 0.5), est("c", 1e-3, build_s=0.2))).build_now

@@ -10,8 +10,9 @@ Each variant kind has one cost function, registered in ``COSTS`` (a device varia
 own; nothing else changes). Each returns the predicted seconds and its main terms:
 
 * ``python`` (the original code, in the interpreter), after the paper's equations 2-3:
-  per statement, instances times the interpreter's time per operation of each kind, plus the
-  loop iterations and the cost of entering the nest;
+  per statement, instances (half of them under an ``if``: ``GUARDED_SHARE``) times the
+  interpreter's time per operation of each kind, plus the loop iterations and the cost of
+  entering the nest;
 * ``c`` (serial C), after equations 4-5, relative to measured compiled-code times per
   operation kind, with a roofline memory term: the time is the larger of compute (divided by
   the vector speed-up for vectorizable inner loops) and bytes moved over the bandwidth of one
@@ -43,6 +44,11 @@ from .machine import MachineParams
 LINE = 64
 #: Lines of the generated C module around the nest itself (runtime helpers).
 MODULE_LINES = 400
+#: The share of its instances a statement under an ``if`` is predicted to run in the
+#: interpreter (which skips it where the predicate is false: mandelbrot's escaped points): the
+#: branch's probability is unknown before a measurement corrects it, 1/2 its neutral prior.
+#: (Compiled code is priced as running every instance: cheap either way.)
+GUARDED_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class StatementProfile:
     vector: bool              # its innermost loop is one a compiler vectorizes
     vector_omp: bool          # ... in the OpenMP variant (which vectorizes math calls too)
     parallel: bool            # it runs inside a parallel loop (OpenMP shares it)
+    guarded: bool = False     # it runs under an ``if`` (a predicate computed by another)
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,7 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
             st.predicate is None
         statements.append(StatementProfile(st.sid, count.instances, feats, moved,
                                            vector, vector_omp or vector and parallel,
-                                           parallel))
+                                           parallel, st.predicate is not None))
     iterations = 0
     for lid in loops:
         chain = _source_chain(lid, loops)
@@ -267,7 +274,8 @@ Prediction = tuple[float, dict[str, float]]
 
 def python_cost(p: NestProfile, m: MachineParams, threads: int = 1) -> Prediction:
     statements = sum(s.instances * (m.py_statement_ns + s.features.cost(m.py_op_ns) +
-                                    s.features[SUBSCRIPT] * m.py_subscript_ns)
+                                    s.features[SUBSCRIPT] * m.py_subscript_ns) *
+                     (GUARDED_SHARE if s.guarded else 1.0)
                      for s in p.statements)
     loops = p.iterations * m.py_iteration_ns
     terms = {"statements": statements * 1e-9, "loop iterations": loops * 1e-9,

@@ -2,6 +2,7 @@
 met and reductions combined, per call, from the schedule and the bound loops."""
 
 import numpy as np
+import pytest
 
 from specializers.loopnest import LoopKernel
 from specializers.loopnest.cost import models
@@ -60,3 +61,23 @@ def test_combines_are_priced():
     params = models.MachineParams(omp_combine_ns={2: 1e6})   # a millisecond each
     seconds, terms = models.openmp_cost(p, params, threads=2, cores=2)
     assert terms["reductions"] == 8e-3 and seconds > 8e-3
+
+
+class Clip(LoopKernel):
+    def kernel(self, A, B):
+        for i in range(A.shape[0]):
+            if A[i] > 0.5:
+                B[i] = A[i] * A[i] + 1.0
+
+
+def test_statements_under_an_if_count_half_in_the_interpreter(monkeypatch):
+    p = profile_of(Clip(backend="python", strict=True), np.ones(1000), np.zeros(1000))
+    assert [s.guarded for s in p.statements].count(True) == 1
+    params = models.MachineParams()
+    half = models.python_cost(p, params)[1]["statements"]
+    monkeypatch.setattr(models, "GUARDED_SHARE", 1.0)
+    full = models.python_cost(p, params)[1]["statements"]
+    guarded = next(s for s in p.statements if s.guarded)
+    alone = guarded.instances * (params.py_statement_ns + guarded.features.cost(params.py_op_ns)
+                                 + guarded.features["subscript"] * params.py_subscript_ns)
+    assert full - half == pytest.approx(alone * 0.5 * 1e-9)
