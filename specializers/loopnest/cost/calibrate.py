@@ -33,7 +33,7 @@ from asp_core.errors import AspError, BackendUnavailable
 from asp_core.platform import cpu_cores
 
 from . import machine as machine_module
-from .features import KINDS
+from .features import KINDS, PY_KINDS
 from .machine import CALIBRATION, FORMAT, MachineParams
 
 log = logging.getLogger("asp.loopnest.calibrate")
@@ -118,11 +118,11 @@ def parse(data: Mapping[str, Any]) -> MachineParams:
         params = MachineParams.from_json(data)
     except (AttributeError, TypeError) as exc:  # a field of the wrong JSON type
         raise ValueError(f"malformed parameters: {exc}") from exc
-    for name in ("py_op_ns", "c_op_ns"):
+    for name, expected in (("py_op_ns", set(KINDS) | set(PY_KINDS)), ("c_op_ns", set(KINDS))):
         kinds = set(getattr(params, name))
-        if kinds != set(KINDS):
+        if kinds != expected:
             raise ValueError(f"{name} has the operation kinds {sorted(kinds)}, not "
-                             f"{sorted(KINDS)}")
+                             f"{sorted(expected)}")
     return params
 
 

@@ -11,7 +11,12 @@ statement's operations of a time per *kind* of operation, measured per machine
 * ``math``: transcendental functions (``math.exp``, ``np.log`` ...), ``math_cheap``: those a
   C compiler turns into a few instructions (``sqrt``, ``fabs``, ``floor``, ``min``, ``max``,
   ``abs`` ...); ``conv``: ``int()``, ``float()``, ``bool()`` and NumPy type conversions;
-* ``scalar``: a read or write of a scalar the nest keeps in a variable.
+* ``scalar``: a read or write of a scalar the nest keeps in a variable;
+* ``arith_py``, ``div_py``, ``cmp_py`` (``PY_KINDS``, the interpreter's only): arithmetic,
+  division and comparison of two Python scalars (ints, floats: values that never came from an
+  array), which CPython computes without NumPy's scalar machinery, three times faster;
+  compiled code prices them as ``arith``, ``div``, ``cmp``. Counted so only when the caller
+  says which values are Python scalars (``weak``: from the call's types).
 
 ``statement_features(stmt)`` returns the counts of one statement; a statement under an ``if``
 (a predicate) also reads its predicate. Pure functions of the DAST.
@@ -21,11 +26,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Callable
 
 from .. import dast as d
 
 KINDS = ("load", "store", "index", "arith", "div", "pow", "cmp", "logic", "math",
          "math_cheap", "conv", "scalar")
+#: Kinds the interpreter prices apart (see the module), each with the kind it is otherwise.
+PY_KINDS = {"arith_py": "arith", "div_py": "div", "cmp_py": "cmp"}
 #: Counted too, but priced apart (``MachineParams.py_subscript_ns``): subscripts beyond the
 #: first of an element access (Python builds and unpacks the index tuple).
 SUBSCRIPT = "subscript"
@@ -57,13 +65,22 @@ class Features:
         return dict(self.counts).get(kind, 0)
 
     def cost(self, ns: dict) -> float:
-        """Nanoseconds per instance at ``ns`` per operation of each kind."""
-        return sum(n * ns.get(kind, 0.0) for kind, n in self.counts)
+        """Nanoseconds per instance at ``ns`` per operation of each kind (a kind of
+        ``PY_KINDS`` that ``ns`` does not price at the price of its general kind)."""
+        return sum(n * ns.get(kind, ns.get(PY_KINDS.get(kind, kind), 0.0))
+                   for kind, n in self.counts)
 
 
-def statement_features(stmt: d.Assign) -> Features:
+def statement_features(stmt: d.Assign, weak: Callable[[d.Expr], bool] | None = None
+                       ) -> Features:
+    """The counts of one instance of ``stmt``; ``weak(expr)``: whether the value of an
+    operation is a Python scalar (then counted as one of ``PY_KINDS``)."""
     counts: Counter[str] = Counter()
     calls: list[str] = []
+
+    def kind_of(expr: d.Expr, kind: str) -> str:
+        return kind + "_py" if weak is not None and kind + "_py" in PY_KINDS and weak(expr) \
+            else kind
 
     def visit(expr: d.Expr, index: bool = False) -> None:
         if isinstance(expr, d.ArrayRef):
@@ -78,11 +95,13 @@ def statement_features(stmt: d.Assign) -> Features:
         if isinstance(expr, (d.Const, d.Shape)):
             return
         if isinstance(expr, d.BinOp):
-            counts["index" if index and expr.op in "+-*" else _ARITH[expr.op]] += 1
+            counts["index" if index and expr.op in "+-*" else
+                   kind_of(expr, _ARITH[expr.op])] += 1
         elif isinstance(expr, d.UnaryOp):
-            counts["logic" if expr.op == "not" else "index" if index else "arith"] += 1
+            counts["logic" if expr.op == "not" else "index" if index else
+                   kind_of(expr, "arith")] += 1
         elif isinstance(expr, d.Compare):
-            counts["cmp"] += 1
+            counts[kind_of(expr, "cmp")] += 1
         elif isinstance(expr, (d.BoolOp, d.IfExp)):
             counts["logic"] += 1
         elif isinstance(expr, d.Call):

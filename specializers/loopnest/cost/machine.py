@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 #: Name of the calibration record (``asp_core.calibration``) and its format version.
 CALIBRATION = "loopnest-acm"
-FORMAT = 3   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns
+FORMAT = 4   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class MachineParams:
     py_statement_ns: float = 3.0           # the fixed cost of one assignment
     py_op_ns: Mapping[str, float] = field(default_factory=lambda: dict(
         load=37.0, store=25.0, index=9.5, arith=31.0, div=31.0, pow=54.0, cmp=9.7,
-        logic=4.3, math=40.0, math_cheap=19.0, conv=30.0, scalar=0.0))
+        logic=4.3, math=40.0, math_cheap=19.0, conv=30.0, scalar=0.0,
+        arith_py=8.0, div_py=10.0, cmp_py=8.0))
     py_subscript_ns: float = 27.0          # each subscript of an array access beyond the first
     py_call_ns: float = 500.0              # entering a nest that runs as the original code,
                                            # beyond what a compiled call pays

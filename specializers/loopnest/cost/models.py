@@ -90,6 +90,13 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     loops = plan.bound.loops
     schedule = plan.schedule
     chains = _schedule_chains(schedule)
+
+    def weak(expr) -> bool:   # a Python scalar in the interpreter (``features.PY_KINDS``)
+        try:
+            return types.of(expr).weak
+        except Exception:  # noqa: BLE001 - a value typeinfer does not type: priced as NumPy's
+            return False
+
     small = small_loops(analysis, plan)   # OpenMP runs them on one thread
     statements = []
     exact = True
@@ -101,8 +108,9 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
         inner = chain[-1] if chain else None
         parallel = any(node.parallel and node.lid not in small for node in chain)
         moved, unit = _bytes(analysis, plan, types, st.sid, inner, layouts or {})
-        feats = statement_features(stmt)
+        feats = statement_features(stmt, weak)
         vector = unit and inner is not None and not feats["math"] and not feats["div"] and \
+            not feats["div_py"] and \
             not feats["conv"] and st.predicate is None
         vector_omp = unit and inner is not None and inner.parallel and len(chain) == 1 and \
             st.predicate is None

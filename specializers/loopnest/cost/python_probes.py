@@ -19,7 +19,8 @@ import numpy as np
 from .timing import best_per_unit
 
 #: Probe name -> the statement in the loop body (``i`` the loop variable; ``A``, ``B`` 1-D,
-#: ``B2`` 2-D float64 arrays; ``y``, ``z`` float64 scalars, ``p`` a NumPy bool, ``k`` an int).
+#: ``B2`` 2-D float64 arrays; ``y``, ``z`` float64 scalars, ``u``, ``v`` Python floats, ``p`` a
+#: NumPy bool, ``k`` an int).
 STATEMENTS = {
     "empty": "pass",
     "const": "x = 1.0",           # a statement writing a scalar
@@ -33,6 +34,10 @@ STATEMENTS = {
     "add": "x = y + z",
     "mul": "x = y * z",
     "div": "x = y / z",
+    "add_py": "x = u + v",        # the same on Python floats (``features.PY_KINDS``)
+    "mul_py": "x = u * v",
+    "div_py": "x = u / v",
+    "cmp_py": "x = u < v",
     "pow": "x = y ** 2",
     "cmp": "x = y < z",
     "not": "x = not p",
@@ -45,7 +50,7 @@ STATEMENTS = {
 }
 
 _SOURCE = """\
-def probe(n, A, A2, B, B2, y, z, p, k):
+def probe(n, A, A2, B, B2, y, z, u, v, p, k):
     for i in range(n):
         {statement}
 """
@@ -65,11 +70,13 @@ def measure(quick: bool) -> dict[str, Any]:
     A, B = np.zeros(n + 1), np.linspace(1.0, 2.0, n + 1)
     A2, B2 = np.zeros((2, n + 1)), np.ones((2, n + 1))
     y, z = np.float64(1.25), np.float64(0.75)
+    u, v = 1.25, 0.75
     p = y < z
     cases = {}
     for name, statement in STATEMENTS.items():
         probe = _probe(statement)
-        cases[name] = (lambda count, probe=probe: probe(count, A, A2, B, B2, y, z, p, 1), n)
+        cases[name] = (lambda count, probe=probe: probe(count, A, A2, B, B2, y, z, u, v, p, 1),
+                       n)
     t = {name: seconds * 1e9 for name, seconds in best_per_unit(cases, repeats).items()}
     return derive(t)
 
@@ -95,6 +102,9 @@ def derive(t: dict[str, float]) -> dict[str, Any]:
         "math_cheap": pos((t["sqrt"] + t["abs"]) / 2 - base),
         "conv": pos((t["int"] + t["float"]) / 2 - base),
         "scalar": scalar,
+        "arith_py": pos((t["add_py"] + t["mul_py"]) / 2 - one_op),
+        "div_py": pos(t["div_py"] - one_op),
+        "cmp_py": pos(t["cmp_py"] - one_op),
     }
     # A[k, i] against A[i]: the index tuple and the second subscript, per access (load and
     # store), less the scalar read the second subscript counts as.

@@ -8,7 +8,7 @@ interpreter (CPython)
 
 from __future__ import annotations
 
-from .features import KINDS
+from .features import KINDS, PY_KINDS
 from .machine import MachineParams
 
 
@@ -36,8 +36,8 @@ def summary(params: MachineParams) -> str:
             f"  one call of a variant      {_ns(p.c_call_ns)}",
             f"  choosing it (dispatch)     {_ns(p.dispatch_ns)} (a settled kernel skips it)",
             "per operation          interpreter     compiled    ratio"]
-    for kind in KINDS:
-        py, c = p.py_op_ns.get(kind, 0.0), p.c_op_ns.get(kind, 0.0)
+    for kind in (*KINDS, *PY_KINDS):
+        py, c = p.py_op_ns.get(kind, 0.0), p.c_op_ns.get(PY_KINDS.get(kind, kind), 0.0)
         ratio = f"{py / c:8.0f}x" if c > 0 else "        -"
         rows.append(f"  {kind:<18} {_ns(py):>12} {_ns(c):>12} {ratio}")
     rows.append("memory")

@@ -36,3 +36,32 @@ def test_subscripts_and_index_arithmetic():
     (stmt,) = features(1)
     assert stmt["subscript"] == 1                 # A[i, j]: one subscript beyond the first
     assert stmt["index"] == 2 and stmt["pow"] == 1  # i * n + j
+
+
+
+def test_operations_on_python_scalars_are_counted_apart_where_told():
+    aug = features(0)[0]
+    (nest,) = analyse_kernel(kernel).nests[:1]
+    told = statement_features(nest.statements[0], weak=lambda expr: True)
+    assert told["arith_py"] == aug["arith"] and told["arith"] == 0
+    assert statement_features(nest.statements[0], weak=lambda expr: False) == aug
+
+
+def test_the_call_types_tell_python_scalars_from_numpy_ones():
+    import numpy as np
+
+    from specializers.loopnest import LoopKernel
+
+    class Mixed(LoopKernel):
+        def kernel(self, A, x, y):
+            for i in range(A.shape[0]):
+                t = x * y + 1.0        # Python floats: two operations at the interpreter's speed
+                A[i] = A[i] * t        # a NumPy scalar times a Python float: NumPy's
+
+    k = Mixed(backend="python", strict=True)
+    k.kernel(np.ones(8), 2.0, 3.0)
+    runner = k._asp_current.runners[0]
+    profile = runner.estimator.profile(runner.signature(runner.last_inputs))
+    first, second = (s.features for s in profile.statements)
+    assert (first["arith_py"], first["arith"]) == (2, 0)
+    assert (second["arith_py"], second["arith"]) == (0, 1)
