@@ -649,6 +649,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def measurement_cost() -> tuple[float, float]:
+    """What timing a call costs the dispatcher (issue 10, point 3), in ns: two clock reads,
+    and the selector's bookkeeping of one measurement once its correction has settled (the
+    path of a warm call: ``Selector.observe``)."""
+    import timeit
+
+    from asp_core.selection import Estimate, Selector
+
+    clock = time.perf_counter
+    reads = min(timeit.repeat(lambda: (clock(), clock()), number=20_000, repeat=5)) / 2e4
+    selector = Selector()
+    estimate = Estimate("c", 1e-5, {}, 0.0, 3)
+    for _ in range(100):
+        selector.observe(estimate, 1e-5)
+    book = min(timeit.repeat(lambda: selector.observe(estimate, 1.01e-5), number=20_000,
+                             repeat=5)) / 2e4
+    return reads * 1e9, book * 1e9
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = _parser().parse_args(argv)
     from asp_core.platform import query_platform
@@ -677,6 +696,9 @@ def main(argv: list[str] | None = None) -> dict:
                 f"(first-call {settings.first_rounds}), bursts of {settings.burst} s, Python "
                 f"cap {settings.python_cap} s, inputs up to {args.max_mib:g} MiB; a penalty "
                 f"above {THRESHOLD} is a misprediction")
+    reads_ns, book_ns = measurement_cost()
+    report.line(f"timing a call: two clock reads {reads_ns:.0f} ns + the selector's bookkeeping "
+                f"{book_ns:.0f} ns (each included in the ACM times below)")
     report.line("times: best of the rounds; ACM/rule: the default kernel's own calls (* the "
                 "choice changed during the timed calls; > cut short); pen: its time over the "
                 "fastest variant's")

@@ -88,10 +88,12 @@ class _KernelState:
 
     # -- settling (``settled``) -------------------------------------------------------------
 
-    def unsettle(self) -> None:
+    def unsettle(self, settled: Settled) -> None:
         """Ask the cost model again: the settled calls count for its re-probing, and the last
         one's time, shared out as predicted, corrects the nests' original code."""
-        settled, self.settled = self.settled, None
+        if self.settled is not settled:
+            return   # (another thread's call ended it)
+        self.settled = None
         for runner in self.runners:
             runner.selector.skipped(settled.ran)
         if settled.last_s > 0:
@@ -270,7 +272,7 @@ def _dispatching_kernel(original):
             if settled.takes(self, args, kwargs):
                 state.ran_settled = True
                 return settled.run(original, self, args, kwargs)
-            state.unsettle()
+            state.unsettle(settled)
         judge = settled is not None or not state.call_id & SETTLE_EVERY - 1
         state.ran_settled = False
         try:

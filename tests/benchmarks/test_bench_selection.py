@@ -23,6 +23,7 @@ def test_benchmark_runs(capsys, tmp_path):
         assert point.chosen_s[DEFAULT] > 0 and point.chosen_s[RULE] > 0
         assert point.choice[DEFAULT] and point.choice[RULE]
     out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("timing a call: two clock reads") for line in out)
     assert SUMMARY.fullmatch(out[-2]), out[-2]  # the last line of the report
     assert out[-1].startswith("written: ")
     assert (tmp_path / "sel.txt").read_text().splitlines()[-1] == out[-2]

@@ -168,3 +168,25 @@ def test_keyword_arguments_never_settle(params):
         kernel.kernel(a, b, c=c)
         assert np.array_equal(c, a + b)
         assert not kernel.last_call.settled
+
+
+def test_threads_share_a_settled_kernel(params):
+    import threading
+
+    params()
+    kernel = Add()
+    until_settled(kernel, 4)
+    errors = []
+
+    def work(n):
+        try:
+            call(kernel, n, 150)   # (each result checked against the original code)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (4, 3, 5000, 4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
