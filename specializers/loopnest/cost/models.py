@@ -296,12 +296,18 @@ def _compute_ns(s: StatementProfile, m: MachineParams, vector: bool) -> float:
     return s.instances * (per / m.vector_speedup if vector else per)
 
 
-def _memory_s(p: NestProfile, m: MachineParams, threads: int) -> float:
+def _memory_s(p: NestProfile, m: MachineParams, threads: float) -> float:
+    """Bytes moved over the bandwidth of ``threads`` (a fraction where a busy machine
+    leaves a team less than its cores: interpolated between the measured counts)."""
     moved = sum(s.instances * s.bytes for s in p.statements)
     if p.footprint <= m.cache_bytes:
-        rate = m.cache_bandwidth * min(threads, 2)
+        rate = m.cache_bandwidth * min(max(threads, 1.0), 2.0)
     else:
-        rate = m.per_thread(m.bandwidth, threads)
+        low = max(1, int(threads))
+        rate = m.per_thread(m.bandwidth, low)
+        if threads > low:
+            high = m.per_thread(m.bandwidth, low + 1)
+            rate += (high - rate) * (threads - low)
     return moved / rate
 
 
@@ -327,7 +333,7 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
     serial = sum(_compute_ns(s, m, s.vector) for s in p.statements if not s.parallel) * 1e-9
     share = parallel * p.imbalance / effective
     compute = share + serial + p.iterations * m.c_iteration_ns * 1e-9 / effective
-    memory = _memory_s(p, m, threads)
+    memory = _memory_s(p, m, effective)   # (the bandwidth of the cores the team gets)
     regions = p.regions * m.per_thread(m.omp_fork_ns, threads) * 1e-9 * waiting
     barriers = p.barriers * m.per_thread(m.omp_barrier_ns, threads) * 1e-9 * waiting
     reductions = p.combines * m.per_thread(m.omp_combine_ns, threads) * 1e-9 * waiting

@@ -81,3 +81,16 @@ def test_statements_under_an_if_count_half_in_the_interpreter(monkeypatch):
     alone = guarded.instances * (params.py_statement_ns + guarded.features.cost(params.py_op_ns)
                                  + guarded.features["subscript"] * params.py_subscript_ns)
     assert full - half == pytest.approx(alone * 0.5 * 1e-9)
+
+
+def test_a_busy_machine_leaves_a_team_less_bandwidth():
+    p = profile_of(Scale(backend="python", strict=True), np.ones(1000))
+    p = models.NestProfile(p.statements, p.iterations, p.regions, p.barriers, p.combines,
+                           p.imbalance, footprint=2**40, work=p.work, exact=p.exact,
+                           lines=p.lines)   # (a footprint far beyond the cache)
+    params = models.MachineParams(bandwidth={1: 10e9, 2: 20e9})
+    quiet = models.openmp_cost(p, params, threads=2, cores=2)[1]["memory"]
+    busy = models.openmp_cost(p, params, threads=2, cores=2, busy=1.0)[1]["memory"]
+    serial = models.c_cost(p, params)[1]["memory"]
+    assert quiet == pytest.approx(serial / 2)   # two threads, twice the bandwidth
+    assert serial / 2 < busy < serial            # a third of the cores' time is taken
