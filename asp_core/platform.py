@@ -138,10 +138,11 @@ def cpu_cores() -> int:
 class _Load:
     """Cores other processes keep busy, from ``/proc/stat``, sampled at most every ``every``
     s: the busy time of all cores over the last interval less this process's own CPU time,
-    or, where more is waiting than the cores can run, the threads runnable now less the one
-    reading (``procs_running``): on a saturated machine the others' use of the cores is
-    capped by what this process leaves them, their demand is not, and a team of threads
-    shares the cores with that demand."""
+    or, where more is waiting than the cores can run, the threads runnable now less this
+    process's own (``procs_running``, less the threads of ``/proc/self/task`` in state R: an
+    OpenMP team still spinning after a call is not another process): on a saturated machine
+    the others' use of the cores is capped by what this process leaves them, their demand is
+    not, and a team of threads shares the cores with that demand."""
 
     every = 0.2
 
@@ -161,8 +162,9 @@ class _Load:
             (busy, running), own = _proc_stat(), time.process_time()
             if busy is not None and self.busy is not None and now > self.when:
                 cores_busy = (busy - self.busy) / _HZ / (now - self.when)
-                others = max(0.0, cores_busy - (own - self.own) / (now - self.when),
-                             (running or 1) - 1.0)
+                others = max(0.0, cores_busy - (own - self.own) / (now - self.when))
+                if running is not None and cores_busy >= cpu_cores() - 0.25:   # saturated
+                    others = max(others, running - _own_runnable())
                 # a short interval is noisy: average it with what was seen before
                 self.others = others if self.when == 0 else 0.5 * (self.others + others)
             elif hasattr(os, "getloadavg"):  # a first guess: the 1-minute load, less us
@@ -172,6 +174,23 @@ class _Load:
 
 
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _own_runnable(tasks: str = "/proc/self/task") -> int:
+    """This process's threads runnable now (state R; at least the one asking)."""
+    count = 0
+    try:
+        for tid in os.listdir(tasks):
+            try:
+                with open(f"{tasks}/{tid}/stat", "rb") as f:
+                    text = f.read()
+            except OSError:
+                continue   # (the thread ended)
+            state = text[text.rfind(b")") + 2:text.rfind(b")") + 3]
+            count += state == b"R"
+    except OSError:
+        return 1
+    return max(1, count)
 
 
 def _proc_stat(path: str = "/proc/stat") -> tuple[int | None, int | None]:

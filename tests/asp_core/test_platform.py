@@ -87,3 +87,19 @@ def test_proc_stat_gives_busy_time_and_runnable_threads(tmp_path):
     stat.write_text("nonsense\n")
     assert _proc_stat(str(stat)) == (None, None)
     assert _proc_stat(str(tmp_path / "missing")) == (None, None)
+
+
+def test_own_runnable_threads_count_the_one_asking():
+    import threading
+
+    from asp_core.platform import _own_runnable
+
+    assert _own_runnable() >= 1
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)])
+    spinner.start()
+    try:
+        assert 1 <= _own_runnable() <= 2   # (the spinner, when the GIL lets it run)
+    finally:
+        stop.set()
+        spinner.join()
