@@ -136,13 +136,8 @@ def cpu_cores() -> int:
 
 
 class _Load:
-    """Cores other processes keep busy, from ``/proc/stat``, sampled at most every ``every``
-    s: the busy time of all cores over the last interval less this process's own CPU time,
-    or, where more is waiting than the cores can run, the threads runnable now less this
-    process's own (``procs_running``, less the threads of ``/proc/self/task`` in state R: an
-    OpenMP team still spinning after a call is not another process): on a saturated machine
-    the others' use of the cores is capped by what this process leaves them, their demand is
-    not, and a team of threads shares the cores with that demand."""
+    """Cores other processes keep busy, from ``/proc/stat`` (busy time of all cores over the
+    last interval, less this process's own CPU time), sampled at most every ``every`` s."""
 
     every = 0.2
 
@@ -159,12 +154,10 @@ class _Load:
         with self.lock:
             if now - self.when < self.every:
                 return self.others
-            (busy, running), own = _proc_stat(), time.process_time()
+            busy, own = _busy_jiffies(), time.process_time()
             if busy is not None and self.busy is not None and now > self.when:
                 cores_busy = (busy - self.busy) / _HZ / (now - self.when)
                 others = max(0.0, cores_busy - (own - self.own) / (now - self.when))
-                if running is not None and cores_busy >= cpu_cores() - 0.25:   # saturated
-                    others = max(others, running - _own_runnable())
                 # a short interval is noisy: average it with what was seen before
                 self.others = others if self.when == 0 else 0.5 * (self.others + others)
             elif hasattr(os, "getloadavg"):  # a first guess: the 1-minute load, less us
@@ -176,41 +169,18 @@ class _Load:
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _own_runnable(tasks: str = "/proc/self/task") -> int:
-    """This process's threads runnable now (state R; at least the one asking)."""
-    count = 0
+def _busy_jiffies() -> int | None:
+    """Jiffies all cores spent busy since boot (``/proc/stat``'s first line), or None."""
     try:
-        for tid in os.listdir(tasks):
-            try:
-                with open(f"{tasks}/{tid}/stat", "rb") as f:
-                    text = f.read()
-            except OSError:
-                continue   # (the thread ended)
-            state = text[text.rfind(b")") + 2:text.rfind(b")") + 3]
-            count += state == b"R"
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()
     except OSError:
-        return 1
-    return max(1, count)
-
-
-def _proc_stat(path: str = "/proc/stat") -> tuple[int | None, int | None]:
-    """(Jiffies all cores spent busy since boot, threads runnable now) from ``/proc/stat``
-    (its first line and its ``procs_running`` line); None for what it does not tell."""
-    try:
-        with open(path, "rb") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None, None
-    busy = running = None
-    fields = lines[0].split() if lines else []
-    if fields and fields[0] == b"cpu":
-        values = [int(v) for v in fields[1:]]
-        idle = values[3] + (values[4] if len(values) > 4 else 0)   # idle and iowait
-        busy = sum(values[:8]) - idle
-    for line in lines:
-        if line.startswith(b"procs_running "):
-            running = int(line.split()[1])
-    return busy, running
+        return None
+    if not fields or fields[0] != b"cpu":
+        return None
+    values = [int(v) for v in fields[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)   # idle and iowait
+    return sum(values[:8]) - idle
 
 
 others_busy = _Load()

@@ -75,31 +75,3 @@ def test_cpuinfo_doctest():
     import doctest
 
     assert doctest.testmod(platform).failed == 0
-
-
-def test_proc_stat_gives_busy_time_and_runnable_threads(tmp_path):
-    from asp_core.platform import _proc_stat
-
-    stat = tmp_path / "stat"
-    stat.write_text("cpu  100 5 50 1000 20 1 2 3 0 0\ncpu0 50 2 25 500 10 0 1 1 0 0\n"
-                    "intr 1 2 3\nprocs_running 3\nprocs_blocked 0\n")
-    assert _proc_stat(str(stat)) == (100 + 5 + 50 + 1 + 2 + 3, 3)
-    stat.write_text("nonsense\n")
-    assert _proc_stat(str(stat)) == (None, None)
-    assert _proc_stat(str(tmp_path / "missing")) == (None, None)
-
-
-def test_own_runnable_threads_count_the_one_asking():
-    import threading
-
-    from asp_core.platform import _own_runnable
-
-    assert _own_runnable() >= 1
-    stop = threading.Event()
-    spinner = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)])
-    spinner.start()
-    try:
-        assert 1 <= _own_runnable() <= 2   # (the spinner, when the GIL lets it run)
-    finally:
-        stop.set()
-        spinner.join()
