@@ -27,12 +27,10 @@ from asp_core import config as config_module
 
 from . import coldstart, pipeline
 from .coldstart import ColdStart
-from .cost.estimates import ORIGINAL
-from .cost.machine import machine
 from .report import KernelCall, Report, explain_text, nest_call
 from .rewrite import rewrite_kernel
 from .runtime import NestRunner
-from .settled import Settled
+from .settled import Settled, judge
 
 
 class _KernelClass:
@@ -89,46 +87,19 @@ class _KernelState:
     # -- settling (``settled``) -------------------------------------------------------------
 
     def unsettle(self, settled: Settled) -> None:
-        """Ask the cost model again: the settled calls count for its re-probing, and the last
-        one's time, shared out as predicted, corrects the nests' original code."""
-        if self.settled is not settled:
-            return   # (another thread's call ended it)
-        self.settled = None
-        for runner in self.runners:
-            runner.selector.skipped(settled.ran)
-        if settled.last_s > 0:
-            for runner, estimate, share in settled.shares:
-                runner.selector.observe(estimate, settled.last_s * share)
+        """Ask the cost model again (``settled.release``), unless another thread's call
+        ended this settlement already."""
+        if self.settled is settled:
+            self.settled = None
+            settled.release(self.runners)
 
     def settle(self, owner: "LoopKernel", args: tuple, kwargs: dict) -> None:
-        """Settle (``settled``) after a call whose nests made stable choices, when running
-        them all as the original code, the method whole, is predicted to cost less than those
-        choices with the dispatch each nest pays."""
-        if kwargs:
-            return
-        m = machine()
-        dispatch = m.dispatch_ns * 1e-9
-        original = chosen = 0.0
-        parts = []
-        for index, runner in enumerate(self.runners):
-            if self.ran_in[index] != self.call_id or runner._gather is None:
-                continue   # (a nest rejected when analysed always runs its original code)
-            decision = runner.last_decision
-            if decision is None or not decision.stable or runner.last_call.fallback is not None:
-                return
-            mine = next((e for e in decision.estimates if e.label == ORIGINAL), None)
-            if mine is None:
-                return
-            alone = decision.corrected[ORIGINAL] - mine.fixed_s
-            original += alone
-            chosen += decision.corrected[decision.label] + dispatch
-            parts.append((runner, mine, alone))
-        original += m.settled_call_ns * 1e-9
-        if original <= chosen:
-            total = sum(alone for _, _, alone in parts) or 1.0
-            shares = tuple((runner, mine, alone / total) for runner, mine, alone in parts)
-            self.settled = Settled.of(owner, args, original, shares)
-            self.settled_in = self.call_id
+        """Settle if this call's nests say it pays (``settled.judge``)."""
+        ran = [runner for index, runner in enumerate(self.runners)
+               if self.ran_in[index] == self.call_id]
+        found = judge(ran, owner, args, kwargs)
+        if found is not None:
+            self.settled, self.settled_in = found, self.call_id
 
     def record(self) -> KernelCall:
         nests = []
@@ -282,8 +253,6 @@ def _dispatching_kernel(original):
         if judge and self.__dict__.get("_asp_cold_ok"):
             state.settle(self, args, kwargs)
         return result
-
-
 
     kernel._asp_wrapper = True
     kernel._asp_original_function = original

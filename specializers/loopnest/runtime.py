@@ -254,29 +254,29 @@ class NestRunner(Specializer):
                  small_loops(self.analysis, plan))
                 if backend == "openmp" else None, self.config.exact_errors)
 
+    def _memo_of(self, signature, label: str) -> tuple | None:
+        """The executor memo of compiled variant ``label`` for a call (None: not compiled)."""
+        kind, threads = parse_label(label)
+        if kind not in COMPILED:
+            return None
+        types, key = signature
+        return self._memo(kind, self.analysis.plan(key), types,
+                          threads or self.config.num_threads)
+
     def _compiled_before(self, signature, label: str) -> bool:
         """Whether a process compiled variant ``label`` for this call into the disk cache
         (it need only be generated and loaded: ``cost.index``)."""
-        kind, threads = parse_label(label)
-        if kind not in COMPILED:
-            return False
-        types, key = signature
-        memo = self._memo(kind, self.analysis.plan(key), types,
-                          threads or self.config.num_threads)
-        return variant_index.compiled_before(variant_index.index_key(self.analysis, memo))
+        memo = self._memo_of(signature, label)
+        return memo is not None and \
+            variant_index.compiled_before(variant_index.index_key(self.analysis, memo))
 
     def available(self, signature, label: str) -> bool:
         """Whether variant ``label`` can run this call without building: built by this
         runner, or compiled already by another instance of the kernel."""
         if self.built(signature, label):
             return True
-        kind, threads = parse_label(label)
-        if kind not in COMPILED:
-            return False
-        types, key = signature
-        memo = self._memo(kind, self.analysis.plan(key), types,
-                          threads or self.config.num_threads)
-        return memo in self.analysis.executors
+        memo = self._memo_of(signature, label)
+        return memo is not None and memo in self.analysis.executors
 
     def _forget_openmp(self, reason: str) -> None:
         """In a forked child where OpenMP cannot run: drop the OpenMP variants, and let a

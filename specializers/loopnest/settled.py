@@ -32,6 +32,9 @@ from typing import Any, Callable
 
 from numpy import ndarray
 
+from .cost.estimates import ORIGINAL
+from .cost.machine import machine
+
 #: Calls a settled kernel runs as its original code before it asks the cost model again.
 SETTLED_CALLS = 64
 #: A settled call slower than this many times its prediction ends the settlement.
@@ -79,6 +82,15 @@ class Settled:
                     return False
         return True
 
+    def release(self, runners) -> None:
+        """The settlement is over: its calls count for the selectors' re-probing, and the
+        last one's time, shared out as predicted, corrects the nests' original code."""
+        for runner in runners:
+            runner.selector.skipped(self.ran)
+        if self.last_s > 0:
+            for runner, estimate, share in self.shares:
+                runner.selector.observe(estimate, self.last_s * share)
+
     def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict) -> Any:
         """Run the original method; a call much slower than the settling one ends it."""
         self.left -= 1
@@ -90,6 +102,37 @@ class Settled:
             self.last_s = elapsed = time.perf_counter() - started
             if elapsed > SLOWER * self.seconds:
                 self.left = 0
+
+
+def judge(ran: list, owner: Any, args: tuple, kwargs: dict) -> "Settled | None":
+    """The settlement a call earns, or None: ``ran`` are the runners of the nests that ran in
+    it. Every nest must have made a stable choice; running them all as the original code,
+    plus a settled call's own cost, must be predicted to cost less than those choices with
+    the dispatch each nest pays (see the module)."""
+    if kwargs:
+        return None
+    m = machine()
+    original = chosen = 0.0
+    parts = []
+    for runner in ran:
+        if runner._gather is None:
+            continue   # (a nest rejected when analysed always runs its original code)
+        decision = runner.last_decision
+        if decision is None or not decision.stable or runner.last_call.fallback is not None:
+            return None
+        mine = next((e for e in decision.estimates if e.label == ORIGINAL), None)
+        if mine is None:
+            return None
+        alone = decision.corrected[ORIGINAL] - mine.fixed_s
+        original += alone
+        chosen += decision.corrected[decision.label] + m.dispatch_ns * 1e-9
+        parts.append((runner, mine, alone))
+    original += m.settled_call_ns * 1e-9
+    if original > chosen:
+        return None
+    total = sum(alone for _, _, alone in parts) or 1.0
+    return Settled.of(owner, args, original,
+                      tuple((runner, mine, alone / total) for runner, mine, alone in parts))
 
 
 def _size(value: Any) -> int | None:

@@ -110,6 +110,17 @@ def test_with_background_builds_no_call_waits():
     assert later == [15]  # the losses (0.019 per call) reached the build time at call 16
 
 
+def drive(s, estimates, calls, seconds):
+    """``calls`` calls chosen by ``s``, each measured at ``seconds(labels so far, label)``;
+    the labels chosen."""
+    labels = []
+    for _ in range(calls):
+        d = s.choose(estimates)
+        labels.append(d.label)
+        s.observe(d.estimate, seconds(labels, d.label))
+    return labels
+
+
 def _team(labels, label):
     """A call's time where ``omp`` has a team that sleeps while another variant runs: its
     first call after a switch wakes it (60 us), the next ones cost 5 us; ``c`` costs 10 us."""
@@ -121,11 +132,7 @@ def _team(labels, label):
 def test_a_switch_call_is_not_measured_so_a_probe_runs_twice():
     s = Selector()
     estimates = (est("c", 10e-6), est("omp", 12e-6))
-    labels = []
-    for _ in range(300):
-        d = s.choose(estimates)
-        labels.append(d.label)
-        s.observe(d.estimate, _team(labels, d.label))
+    labels = drive(s, estimates, 300, _team)
     first_omp = labels.index("omp")
     assert labels[first_omp + 1] == "omp"   # the probe's second call, the one measured
     assert labels[-100:].count("omp") > 95  # once warm, it is the faster: chosen
@@ -135,11 +142,7 @@ def test_a_switch_call_is_not_measured_so_a_probe_runs_twice():
 def test_variants_of_a_millisecond_or_more_are_probed_one_call_at_a_time():
     s = Selector()
     estimates = (est("c", 2e-3), est("omp", 2.5e-3))
-    labels = []
-    for _ in range(200):
-        d = s.choose(estimates)
-        labels.append(d.label)
-        s.observe(d.estimate, 3e-3 if d.label == "omp" else 2e-3)
+    labels = drive(s, estimates, 200, lambda labels, label: 3e-3 if label == "omp" else 2e-3)
     runs = "".join("o" if label == "omp" else "c" for label in labels).split("c")
     assert {len(run) for run in runs if run} == {1}
 

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from specializers.loopnest import LoopKernel, kernel as kernel_module, settled
+from specializers.loopnest import LoopKernel, settled
 from specializers.loopnest.cost import estimates, machine as machine_module
 from specializers.loopnest.cost.machine import DEFAULTS
 from specializers.loopnest.kernel import _COLD
@@ -43,7 +43,7 @@ def params(monkeypatch):
     """Inject machine parameters: ``params(**changes)`` (DEFAULTS otherwise)."""
     def inject(**changes):
         chosen = dataclasses.replace(DEFAULTS, **changes)
-        for module in (machine_module, estimates, kernel_module):
+        for module in (machine_module, estimates, settled):
             monkeypatch.setattr(module, "machine", lambda: chosen)
         return chosen
 
