@@ -68,20 +68,49 @@ def exact_on_error(run: Callable[..., Any], written: Sequence[int],
     through ``redo``, a variant that runs in source order, or else returns ``RUN_ORIGINAL``
     (the original code then runs and raises where Python raises)."""
     def exact(*inputs: Any) -> Any:
-        saved = []
-        seen: set[int] = set()
-        for position in written:
-            array = inputs[position]
-            if id(array) not in seen:
-                seen.add(id(array))
-                saved.append((array, array.copy(order="K")))
+        saved = _copies(inputs, written)
         try:
             return run(*inputs)
         except errors as exc:
-            for array, copy in saved:
-                np.copyto(array, copy)
+            _restore(saved)
             log.debug("%s: %s: %s in a run out of source order; running it again in source "
                       "order", title, type(exc).__name__, exc)
             return RUN_ORIGINAL if redo is None else redo(*inputs)
 
     return exact
+
+
+def original_on(run: Callable[..., Any], written: Sequence[int],
+                errors: tuple[type[BaseException], ...],
+                notice: Callable[[BaseException], None]) -> Callable[..., Any]:
+    """``run``, with a call that raises one of ``errors`` run again as the original code: the
+    arrays at ``written`` are copied before each call and put back on such an error, then
+    ``notice(error)`` is called and ``RUN_ORIGINAL`` returned. For failures that are the
+    variant's, not the user's code's (``variants.BeyondInt64``): Python goes on there."""
+    def run_or_original(*inputs: Any) -> Any:
+        saved = _copies(inputs, written)
+        try:
+            return run(*inputs)
+        except errors as exc:
+            _restore(saved)
+            notice(exc)
+            return RUN_ORIGINAL
+
+    return run_or_original
+
+
+def _copies(inputs: Sequence[Any], written: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A copy of each array at ``written`` (once per array object)."""
+    saved = []
+    seen: set[int] = set()
+    for position in written:
+        array = inputs[position]
+        if id(array) not in seen:
+            seen.add(id(array))
+            saved.append((array, array.copy(order="K")))
+    return saved
+
+
+def _restore(saved: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    for array, copy in saved:
+        np.copyto(array, copy)

@@ -23,7 +23,7 @@ from asp_core.errors import BackendUnavailable, UnsupportedArgument
 from asp_core.lru import LRUCache
 from asp_core.platform import others_busy
 from asp_core.signature import ArraySig, signature_of
-from asp_core.specializer import PYTHON, Specializer, Variant
+from asp_core.specializer import PYTHON, CallRecord, Specializer, Variant, warn_once
 from asp_core.templates import render
 
 from .codegen.finals import UNCHANGED, finals_function
@@ -32,7 +32,8 @@ from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
 from .codegen.python import compile_python, python_source
 from .cost import index as variant_index
 from .cost.estimates import ORIGINAL, NestEstimator, parse_label
-from .rollback import COMPILED_ERRORS, exact_on_error, in_source_order, written_positions
+from .rollback import (COMPILED_ERRORS, exact_on_error, in_source_order, original_on,
+                       written_positions)
 from .safety import check_arrays
 from .schedule.tree import SLoop
 from .lowering import KernelContext
@@ -216,7 +217,7 @@ class NestRunner(Specializer):
 
     def _compiled(self, backend: str, plan, signature, threads: int | None = None) -> Variant:
         from .typeinfer import infer_types
-        from .variants import compile_variant
+        from .variants import BeyondInt64, compile_variant
 
         if backend == "openmp" and forking.openmp_unusable():
             raise BackendUnavailable(forking.openmp_unusable())
@@ -244,7 +245,19 @@ class NestRunner(Specializer):
             self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
             self._dump_plan(plan)
         self._executors.put(memo, run)
-        return Variant(backend, _recording(self, run, plan), run.module.key)
+        key = run.module.key
+        if run.module.beyond_int64 and not self._forced and not self.strict:
+            run = original_on(run, written_positions(self.analysis), (BeyondInt64,),
+                              self._beyond_int64)
+        return Variant(backend, _recording(self, run, plan), key)
+
+    def _beyond_int64(self, error: BaseException) -> None:
+        """A compiled call met a Python int beyond 64 bits (``variants.BeyondInt64``): the
+        call runs as the original code, which carries the larger int as Python does."""
+        reason = ("this call ran as plain Python: a Python int left the 64-bit range of "
+                  "compiled code, where plain Python carries it on")
+        warn_once(self.name, reason)
+        self.last_call = CallRecord(PYTHON, reason)
 
     def _memo(self, backend: str, plan, signature, threads: int | None) -> tuple:
         """What a compiled executor depends on (its key among the nest's executors, which

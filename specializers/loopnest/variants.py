@@ -143,6 +143,13 @@ def _call_function(module: CModule, loaded, threads: int):
     return function
 
 
+class BeyondInt64(OverflowError):
+    """A Python int the compiled code computes left the 64-bit range, where plain Python would
+    have gone on with a larger int: not an error of the user's code, but a call compiled code
+    cannot run. The default choice reruns such a call as the original code (``runtime``); a
+    forced backend or ``strict=True`` raises this."""
+
+
 def python_error(err, module: CModule) -> Exception:
     """The Python exception an error record stands for."""
     code = err.code
@@ -157,7 +164,7 @@ def python_error(err, module: CModule) -> Exception:
     if code == 4:
         return OverflowError("math range error")
     if code == 5:
-        return OverflowError("a Python int left the 64-bit range in compiled code (plain "
+        return BeyondInt64("a Python int left the 64-bit range in compiled code (plain "
                              "Python would have computed a larger int); run this kernel with "
                              "backend='python' for arbitrary-precision integers")
     if code == 6:

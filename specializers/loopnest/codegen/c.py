@@ -27,6 +27,8 @@ Conventions of the generated code:
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Callable
 
@@ -72,6 +74,11 @@ class ErrorSite:
     line: int
 
 
+#: The runtime functions (``c_runtime.h``) that report ASP_INT_OVERFLOW: exact Python-int
+#: arithmetic and ``int()`` of a float, whose results Python would carry beyond 64 bits.
+_BEYOND_INT64 = re.compile(r"\basp_(?:(?:add|sub|mul)_py|floordiv_py_i64|ipow_py|abs_py|f2i)\(")
+
+
 @dataclass
 class CModule:
     source: str
@@ -83,6 +90,9 @@ class CModule:
     error_sites: tuple[ErrorSite, ...]
     openmp: bool
     can_fail: bool = True      # the code has an error path (a check that may raise)
+    #: the code computes Python ints (or int() of floats) that plain Python could carry past
+    #: 64 bits: such a call fails with ``BeyondInt64`` where Python would go on
+    beyond_int64: bool = False
 
 
 class CModuleBuilder:
@@ -312,8 +322,9 @@ class CModuleBuilder:
                         simd_functions=sorted(self.expr.simd_functions))
         cdef = self.cdef(entry, out_type, params, fields)
         can_fail = any("asp_err" in text for text in emitter.lines)
+        beyond = any(_BEYOND_INT64.search(text) for text in emitter.lines)
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
-                       tuple(self.error_sites), self.variant == "openmp", can_fail)
+                       tuple(self.error_sites), self.variant == "openmp", can_fail, beyond)
 
     @staticmethod
     def cdef(entry: str, out_type: str, params: list[str], fields: list[str]) -> str:
