@@ -22,9 +22,9 @@ from asp_core import forking
 from asp_core.errors import BackendUnavailable, UnsupportedArgument
 from asp_core.lru import LRUCache
 from asp_core.platform import others_busy
+from asp_core.pysource import returning
 from asp_core.signature import ArraySig, signature_of
 from asp_core.specializer import PYTHON, CallRecord, Specializer, Variant, warn_once
-from asp_core.templates import render
 
 from .codegen.finals import UNCHANGED, finals_function
 from .codegen.openmp import small_loops, wide_loops
@@ -425,7 +425,7 @@ def gather_source(analysis: NestAnalysis, ctx: KernelContext, name: str) -> str:
         else:
             read = f"G[{base!r}]" + (f".{attr}" if attr else "")
         items.append(read)
-    return render("loopnest/python_gather.py.mako", name=name, items=items)
+    return returning(name, ("L", "G", "C", "UNBOUND"), items)
 
 
 def _make_gather(analysis: NestAnalysis, ctx: KernelContext):

@@ -9,8 +9,8 @@ nest in source order first tries the iteration corners (``safety``): where they 
 IndexError Python will raise, it raises it without running native code (``rollback`` then
 runs the call in source order, which raises it where Python does).
 
-The Python side of a call is one generated function (``templates/loopnest/python_call.py.mako``)
-that passes each array's buffer, extents and strides and each scalar.
+The Python side of a call is one generated function (``asp_core.pysource.returning``) that
+passes each array's buffer, extents and strides and each scalar.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 
 from asp_core.backends.c import array_pointer, compile_c
-from asp_core.templates import render
+from asp_core.pysource import returning
 
 from .codegen.c import CModule, CModuleBuilder
 from .codegen.finals import UNCHANGED, finals_function
@@ -134,7 +134,7 @@ def _call_function(module: CModule, loaded, threads: int):
         else:
             items.append(str(int(threads)))
     name = f"call_{next(_IDS)}"
-    source = render("loopnest/python_call.py.mako", name=name, items=items)
+    source = returning(name, ("inputs",), items, "entry")
     namespace: dict[str, Any] = {"ap": array_pointer, "ffi": loaded.ffi,
                                  "entry": loaded.function(module.entry)}
     exec(compile(source, f"<asp {name}>", "exec"), namespace)  # noqa: S102

@@ -116,6 +116,51 @@ def test_equal_functions_in_two_files_keep_their_own_file(tmp_path):
         assert frontend.function_ast(func).filename == path
 
 
+def _load(tmp_path, name: str, text: str):
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def test_comment_lines_at_column_0_inside_a_method(tmp_path):
+    """Source as polyhedral tools leave it (``# scop begin`` at column 0 in a method body):
+    whatever Python accepts parses, with true positions."""
+    module, path = _load(tmp_path, "scop_mod", (
+        "class K:\n"
+        "    def kernel(self, a, n):\n"
+        "# scop begin\n"
+        "        for i in range(n):\n"
+        "            a[i] = 2\n"
+        "# scop end\n"
+        "        return a\n"))
+    fa = frontend.function_ast(module.K.kernel)
+    loop = fa.tree.body[0]
+    assert isinstance(loop, ast.For) and (loop.lineno, loop.col_offset) == (4, 8)
+    assert fa.filename == str(path) and "# scop begin" in fa.source
+
+
+def test_decorated_and_same_named_functions_are_told_apart_by_line(tmp_path):
+    module, _ = _load(tmp_path, "same_names", (
+        "import functools\n"
+        "class A:\n"
+        "    def f(self):\n"
+        "        return 1\n"
+        "class B:\n"
+        "    @staticmethod\n"
+        "    @functools.lru_cache\n"
+        "    def f():\n"
+        "        return 2\n"))
+    first = frontend.function_ast(module.A.f).tree
+    second = frontend.function_ast(module.B.__dict__["f"].__wrapped__).tree
+    assert first.body[0].value.value == 1 and first.lineno == 3
+    assert second.body[0].value.value == 2 and second.lineno == 8
+
+
 # -- trees deeper than Python's recursion limit -------------------------------------------------
 
 def _deep_sum(terms: int) -> ast.Module:

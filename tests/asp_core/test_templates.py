@@ -38,14 +38,6 @@ def _loopnest_executor():
                          header="sample")[0]
 
 
-def _loopnest_gather():
-    from specializers.loopnest.pipeline import analyse_kernel
-    from specializers.loopnest.runtime import gather_source
-
-    analysis = analyse_kernel(sample_kernel)
-    return gather_source(analysis.nests[0], analysis.source.ctx, "gather_0")
-
-
 def _loopnest_finals():
     from specializers.loopnest.codegen.finals import finals_function
     from specializers.loopnest.pipeline import analyse_kernel
@@ -73,18 +65,6 @@ def _loopnest_c_module(backend="c"):
                     infer_types(runner.analysis, types), types, "sample")
 
 
-def _loopnest_call():
-    from specializers.loopnest.variants import _call_function
-
-    class Loaded:
-        ffi = None
-
-        def function(self, name):
-            return None
-
-    return _call_function(_loopnest_c_module(), Loaded(), 0).__asp_source__
-
-
 def _calibration_kernels():
     from specializers.loopnest.cost.native_probes import kernel_source
 
@@ -96,9 +76,7 @@ def _calibration_kernels():
 RENDERERS = {
     "asp_core/cuda_emulation.cpp.mako": lambda: emulation.emulation_source(SAMPLE_CUDA)[0],
     "loopnest/python_nest.py.mako": _loopnest_executor,
-    "loopnest/python_gather.py.mako": _loopnest_gather,
     "loopnest/python_finals.py.mako": _loopnest_finals,
-    "loopnest/python_call.py.mako": _loopnest_call,
     "loopnest/c_module.c.mako": lambda: _loopnest_c_module("openmp").source,
     "loopnest/c_runtime.h.mako": lambda: tpl.render("loopnest/c_runtime.h.mako"),
     "loopnest/calibration.c.mako": _calibration_kernels,

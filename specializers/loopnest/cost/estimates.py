@@ -34,11 +34,17 @@ PROFILES = 64
 
 @functools.lru_cache(maxsize=1)
 def compiled_available() -> tuple[bool, bool]:
-    """(a C compiler, OpenMP) on this machine."""
-    from asp_core.platform import query_platform
+    """(a C compiler, OpenMP) on this machine: asked of the C backend itself, not of
+    ``query_platform``, whose CUDA questions (an ``nvcc --version`` run) cost a first call
+    5 ms for nothing here."""
+    from asp_core.backends.c import default_compiler, openmp_flags
+    from asp_core.errors import AspError
 
-    info = query_platform()
-    return bool(info.c_compiler), bool(info.openmp)
+    try:
+        compiler = default_compiler()
+    except AspError:
+        return False, False
+    return True, openmp_flags(compiler) is not None
 
 
 def openmp_label(threads: int) -> str:

@@ -2,6 +2,8 @@
 
 import ast
 
+import pytest
+
 from specializers.loopnest.frontend import kernel_source, names_read_outside, top_level_loops
 
 
@@ -43,3 +45,27 @@ def test_reads_of_a_for_loops_own_variable_do_not_count():
                      "    for j in range(i):\n        A[j] += 1\n")
     nest = top_level_loops(tree.body[0].body)[0]
     assert "i" in names_read_outside(tree, nest)  # range(i) reads the first loop's i
+
+
+@pytest.mark.parametrize("backend", ["python", "c", "openmp"])
+def test_a_kernel_with_comments_at_column_0_specializes(backend):
+    """``# scop begin`` / ``# scop end`` at column 0 inside the method, as polyhedral tools
+    write them: the kernel runs on every backend (it raised IndentationError on all)."""
+    import numpy as np
+
+    from specializers.loopnest.checking import load_source
+
+    Kernel = load_source(
+        "from specializers.loopnest import LoopKernel\n"
+        "class Kernel(LoopKernel):\n"
+        "    def kernel(self, a, n):\n"
+        "# scop begin\n"
+        "        for i in range(n):\n"
+        "            a[i] = a[i] * 2.0 + i\n"
+        "# scop end\n")
+    want = np.ones(50)
+    Kernel().original_kernel(want, 50)
+    got = np.ones(50)
+    kernel = Kernel(backend=backend, strict=True)
+    kernel.kernel(got, 50)
+    assert np.array_equal(got, want) and kernel.last_call.nests[0].backend == backend

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from specializers.loopnest.codegen.c import CModule, ErrorSite
-from specializers.loopnest.variants import python_error
+from specializers.loopnest.variants import BeyondInt64, python_error
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -62,7 +62,7 @@ def test_error_records_become_python_exceptions():
     assert isinstance(error, IndexError)
     assert str(error) == ("index 12 is out of bounds for axis 0 with size 10: A[IDX[i]] "
                           "(line 7)")
-    expected = {2: ZeroDivisionError, 3: ValueError, 4: OverflowError, 5: OverflowError,
+    expected = {2: ZeroDivisionError, 3: ValueError, 4: OverflowError, 5: BeyondInt64,
                 6: TypeError, 7: ValueError, 8: OverflowError, 9: OverflowError}
     for code, kind in expected.items():
         assert type(python_error(Err(code), module)) is kind, code

@@ -75,3 +75,25 @@ def test_random_triangular_nests_against_enumeration():
         a, loops = bound(kernel, A=np.zeros(1), n=n, m=m, c=c)
         want = sum(1 for i in range(n) for j in range(i, m, c) for k in range(j - i, n + m - j))
         assert domain.count(a.access.statements[0].loops, loops).instances == want, (n, m, c)
+
+
+def test_per_iteration_of_every_loop_against_enumeration():
+    """The uniform shortcut (a constant trip count nothing deeper depends on) and the
+    enumeration agree with counting the instances per iteration by brute force, for every
+    loop of rectangular, triangular and stepped nests."""
+    def kernel(self, A, n, m, c):
+        for i in range(n):
+            for j in range(m):
+                for k in range(i, n + m, c):
+                    A[0] = 1.0
+
+    for n, m, c in itertools.product((0, 1, 5), (1, 4), (1, 3)):
+        a, loops = bound(kernel, A=np.zeros(1), n=n, m=m, c=c)
+        chain = a.access.statements[0].loops
+        points = [(i, j, (k - i) // c) for i in range(n) for j in range(m)
+                  for k in range(i, n + m, c)]
+        for depth, lid in enumerate(chain):
+            got = domain.per_iteration(chain, loops, lid)
+            size = max(loops[lid].t_max + 1, 0)
+            want = np.bincount([p[depth] for p in points], minlength=size)[:size]
+            assert got is not None and np.array_equal(got, want), (n, m, c, depth)
