@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 STAMP = VENV / ".asp-installed"
-EXTRAS = "test"
+EXTRAS = "test,opencl"
 
 
 def say(text):

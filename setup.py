@@ -50,6 +50,7 @@ setup(
     ],
     extras_require={
         "cuda": ["pycuda>=2022.2"],
+        "opencl": ["pyopencl>=2022.1"],
         "test": ["pytest>=7", "hypothesis>=6.80", "setuptools>=64", "wheel"],
         "bench": ["numba>=0.58"],
     },

@@ -72,3 +72,4 @@ def test_declared_dependencies_and_extras():
     for dep in ("numpy", "codepy", "cffi", "mako"):
         assert f'"{dep}' in text
     assert '"cuda": ["pycuda' in text and '"test": [' in text and "hypothesis" in text
+    assert '"opencl": ["pyopencl' in text

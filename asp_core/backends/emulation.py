@@ -6,7 +6,9 @@ The same CUDA source is compiled as C++ with a small prelude that defines ``thre
 from the template ``asp_core/cuda_emulation.cpp.mako``). Kernel
 index arithmetic and bounds guards therefore run for real, on NumPy arrays in host memory.
 
-Limits (checked): kernels that synchronize threads (``__syncthreads``) or use ``__shared__``
+``set_order_seed(seed)`` makes the launches visit blocks, and the threads of each block, in a
+pseudo-random order drawn from the seed, so that a kernel correct only in the sequential order
+shows it. Limits (checked): kernels that synchronize threads (``__syncthreads``) or use ``__shared__``
 memory cannot be emulated one thread at a time and are refused; templates are not supported.
 
     module = emulate_cuda_module(source)
@@ -74,6 +76,7 @@ def emulation_source(source: str) -> tuple[str, str]:
         decl = "".join(f", {'void *' if p.is_pointer else p.ctype} {p.name}" for p in params)
         cdefs.append(f"void asp_launch_{name}(unsigned int gx, unsigned int gy, unsigned int gz, "
                      f"unsigned int bx, unsigned int by, unsigned int bz{decl});")
+    cdefs.append("void asp_set_order_seed(unsigned long long seed);")
     return text, "\n".join(cdefs)
 
 
@@ -111,6 +114,11 @@ class EmulatedModule:
 
     module: CModule
     kernels: dict[str, tuple[KernelParam, ...]]
+
+    def set_order_seed(self, seed: int) -> None:
+        """Visit blocks and threads in a pseudo-random order drawn from ``seed`` (0: in
+        order, the default), as a GPU may run them in any order."""
+        self.module.function("asp_set_order_seed")(seed)
 
     def get_function(self, name: str) -> EmulatedKernel:
         if name not in self.kernels:

@@ -29,7 +29,7 @@ from . import coldstart, pipeline
 from .coldstart import ColdStart
 from .report import KernelCall, Report, explain_text, nest_call
 from .rewrite import rewrite_kernel
-from .runtime import NestRunner
+from .runtime import BACKENDS, NestRunner
 from .settled import Settled, judge
 
 
@@ -121,13 +121,17 @@ class LoopKernel:
 
     def __init__(self, *, backend: str | None = None, strict: bool = False,
                  num_threads: int | None = None, exact_errors: bool | None = None):
-        """``backend``: force one ("python", "c", "openmp", or an order checker); default: the
+        """``backend``: force one ("python", "c", "openmp", "opencl", "cuda", or a checker:
+        "python-reversed", "python-shuffled", "cuda-emulated"); default: the
         ``ASP_BACKEND`` setting, else the specializer's choice. ``strict``: raise instead of
         falling back to plain Python. ``num_threads``: threads of OpenMP variants; default:
         ``ASP_NUM_THREADS``, else ``OMP_NUM_THREADS``, else OpenMP's own default.
         ``exact_errors``: OpenMP variants too leave exactly the arrays Python leaves when a nest
         raises, at the cost of a copy of the arrays they write per call (serial C and the
         Python backend always do); default: ``ASP_EXACT_ERRORS``, else off."""
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; the backends: "
+                             f"{', '.join(BACKENDS)}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int, not {num_threads!r}")
         self._asp_backend = backend

@@ -47,6 +47,11 @@ _GATHER_IDS = itertools.count()
 CHECKERS = {"python-reversed": "reversed", "python-shuffled": "shuffled"}
 #: Compiled backends.
 COMPILED = ("c", "openmp")
+#: Device backends (``device_variants``): OpenCL, CUDA, and the host emulation of CUDA launches
+#: (a checker, as the order checkers are).
+DEVICE = ("opencl", "cuda", "cuda-emulated")
+#: Every backend a kernel may be forced to.
+BACKENDS = ("python",) + tuple(CHECKERS) + COMPILED + DEVICE
 
 
 def _modes(plan) -> tuple:
@@ -198,6 +203,8 @@ class NestRunner(Specializer):
         kind, threads = parse_label(backend)
         if kind in COMPILED:
             return self._compiled(kind, plan, types, threads)
+        if kind in DEVICE:
+            return self._device(kind, plan, types)
         if backend == PYTHON or backend in CHECKERS:
             order = CHECKERS.get(backend, "source")
             memo = (order, plan.schedule)
@@ -258,6 +265,28 @@ class NestRunner(Specializer):
                   "compiled code, where plain Python carries it on")
         warn_once(self.name, reason)
         self.last_call = CallRecord(PYTHON, reason)
+
+    def _device(self, backend: str, plan, signature) -> Variant:
+        """A device variant (``device_variants``): OpenCL, CUDA or CUDA's host emulation."""
+        from .codegen.device import device_module
+        from .device_variants import DeviceVariant
+        from .typeinfer import infer_types
+
+        check_arrays(self.analysis, signature, plan.bound)
+        types = infer_types(self.analysis, signature)
+        memo = (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature)
+        run = self._executors.get(memo)
+        if run is None:
+            dialect = "cuda" if backend.startswith("cuda") else "opencl"
+            module = device_module(dialect, self.analysis, plan, types, signature, self.name)
+            analysis = self.analysis
+            run = DeviceVariant(backend, module, analysis, lambda: analysis.plan(self._key),
+                                raise_beyond=bool(self._forced) or self.strict)
+            self._executors.put(memo, run)
+            suffix = "cl" if dialect == "opencl" else "cu"
+            self.dump(f"nest{analysis.index}.{backend}.{suffix}", module.source)
+            self._dump_plan(plan)
+        return Variant(backend, _recording(self, run, plan), run.module.key)
 
     def _memo(self, backend: str, plan, signature, threads: int | None) -> tuple:
         """What a compiled executor depends on (its key among the nest's executors, which

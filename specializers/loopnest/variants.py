@@ -64,16 +64,9 @@ class CompiledVariant:
         self.analysis = analysis
         self.plan = plan
         self.in_order = in_order
-        names = analysis.names
         self._call = _call_function(module, loaded, threads)
         self._index_error = None if in_order else _corner_check(analysis, plan)
-        outputs = {o.name: o for o in module.outputs}
-        self._outputs = [(i, outputs.get(name)) for i, name in enumerate(names.outputs)]
-        self._first_output = len(names.inputs) - len(names.outputs)
-        live = analysis.live_loop_vars
-        self._finals = finals_function(analysis.nest, names.inputs, live) if live else None
-        self._final_positions = [names.outputs.index(v) for v in live]
-        self._convert = {o.name: _converter(o.result) for o in module.outputs}
+        self._results = NestResults(analysis, module.outputs)
 
     def __call__(self, *inputs: Any) -> tuple:
         if self._index_error is not None:
@@ -83,10 +76,30 @@ class CompiledVariant:
         out = self._call(inputs)
         if out.err.code:
             raise python_error(out.err, self.module)
+        return self._results(inputs, lambda field: getattr(out, field))
+
+
+class NestResults:
+    """The values a compiled nest leaves in the kernel's scalars, from its result record
+    (``field(name)`` reads one field): a scalar the nest assigned, else its value before the
+    nest (or ``NO_VALUE`` where the kernel does not read it after), and the final values of
+    the loop variables the kernel reads afterwards (computed in Python)."""
+
+    def __init__(self, analysis, outputs):
+        names = analysis.names
+        by_name = {o.name: o for o in outputs}
+        self._outputs = [(i, by_name.get(name)) for i, name in enumerate(names.outputs)]
+        self._first_output = len(names.inputs) - len(names.outputs)
+        live = analysis.live_loop_vars
+        self._finals = finals_function(analysis.nest, names.inputs, live) if live else None
+        self._final_positions = [names.outputs.index(v) for v in live]
+        self._convert = {o.name: _converter(o.result) for o in outputs}
+
+    def __call__(self, inputs: tuple, field) -> tuple:
         results = []
         for position, output in self._outputs:
-            if output is not None and getattr(out, output.flag):
-                results.append(self._convert[output.name](getattr(out, output.field)))
+            if output is not None and field(output.flag):
+                results.append(self._convert[output.name](field(output.field)))
             elif output is not None:
                 results.append(inputs[self._first_output + position])  # never assigned
             else:

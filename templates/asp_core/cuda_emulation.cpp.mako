@@ -13,10 +13,11 @@ struct dim3 { unsigned int x, y, z; };
 static dim3 threadIdx, blockIdx, blockDim, gridDim;
 static const int warpSize = 32;
 #define __global__
-#define __device__ static inline
+#define __device__
+#define ASP_CUDA_EMULATION 1
 #define __host__
 #define __constant__
-#define __forceinline__
+#define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)
 static inline float __fdividef(float a, float b) { return a / b; }
@@ -33,20 +34,47 @@ template <typename T> static inline T atomicCAS(T *p, T cmp, T v) { T old = *p; 
 // ---- the CUDA module ----
 ${source}
 // ---- launchers ----
+// Blocks, and the threads of each block, run one at a time: in order, or, once a seed is set
+// (asp_set_order_seed), in a pseudo-random order: the k-th visited is (a k + b) mod n, with
+// a coprime to n and (a, b) drawn from the seed, never the identity. A kernel that is correct
+// only in one order (a dependence wrongly run in parallel) then shows it.
+static unsigned long long asp_order_seed = 0;
+extern "C" void asp_set_order_seed(unsigned long long seed) { asp_order_seed = seed; }
+static unsigned long long asp_gcd(unsigned long long a, unsigned long long b) {
+    while (b) { unsigned long long t = a % b; a = b; b = t; }
+    return a;
+}
+struct asp_order { unsigned long long a, b, n; };
+static asp_order asp_order_of(unsigned long long n, unsigned long long salt) {
+    if (!asp_order_seed || n < 2) return asp_order{1, 0, n};
+    unsigned long long h = (asp_order_seed + salt) * 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 29; h *= 0xBF58476D1CE4E5B9ULL; h ^= h >> 32;
+    unsigned long long a = 1 + (h % (n - 1)), b = (h >> 17) % n;
+    while (asp_gcd(a, n) != 1) a = a % (n - 1) + 1;
+    if (a == 1 && b == 0) b = 1;
+    return asp_order{a, b, n};
+}
+static inline unsigned long long asp_visit(const asp_order &o, unsigned long long k) {
+    return (unsigned long long)(((unsigned __int128)o.a * k + o.b) % o.n);
+}
 % for name, params in kernels:
 
 extern "C" void asp_launch_${name}(unsigned int asp_gx, unsigned int asp_gy, unsigned int asp_gz,
         unsigned int asp_nx, unsigned int asp_ny, unsigned int asp_nz${"".join(", %s %s" % p for p in params)}) {
     gridDim = dim3{asp_gx, asp_gy, asp_gz};
     blockDim = dim3{asp_nx, asp_ny, asp_nz};
-    for (unsigned int asp_bz = 0; asp_bz < asp_gz; ++asp_bz)
-    for (unsigned int asp_by = 0; asp_by < asp_gy; ++asp_by)
-    for (unsigned int asp_bx = 0; asp_bx < asp_gx; ++asp_bx) {
-        blockIdx = dim3{asp_bx, asp_by, asp_bz};
-        for (unsigned int asp_tz = 0; asp_tz < asp_nz; ++asp_tz)
-        for (unsigned int asp_ty = 0; asp_ty < asp_ny; ++asp_ty)
-        for (unsigned int asp_tx = 0; asp_tx < asp_nx; ++asp_tx) {
-            threadIdx = dim3{asp_tx, asp_ty, asp_tz};
+    const unsigned long long asp_nb = (unsigned long long)asp_gx * asp_gy * asp_gz;
+    const unsigned long long asp_nt = (unsigned long long)asp_nx * asp_ny * asp_nz;
+    const asp_order asp_blocks = asp_order_of(asp_nb, 1);
+    for (unsigned long long asp_kb = 0; asp_kb < asp_nb; ++asp_kb) {
+        const unsigned long long asp_b = asp_visit(asp_blocks, asp_kb);
+        blockIdx = dim3{(unsigned int)(asp_b % asp_gx), (unsigned int)(asp_b / asp_gx % asp_gy),
+                        (unsigned int)(asp_b / ((unsigned long long)asp_gx * asp_gy))};
+        const asp_order asp_threads = asp_order_of(asp_nt, 2 + asp_kb);
+        for (unsigned long long asp_kt = 0; asp_kt < asp_nt; ++asp_kt) {
+            const unsigned long long asp_t = asp_visit(asp_threads, asp_kt);
+            threadIdx = dim3{(unsigned int)(asp_t % asp_nx), (unsigned int)(asp_t / asp_nx % asp_ny),
+                             (unsigned int)(asp_t / ((unsigned long long)asp_nx * asp_ny))};
             ${name}(${", ".join(p[1] for p in params)});
         }
     }

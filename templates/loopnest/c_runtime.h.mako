@@ -1,13 +1,57 @@
 <%doc>
-  Python's meaning in C: the helpers generated loop-nest code calls (included by c_module.c.mako).
+  Python's meaning in C: the helpers generated loop-nest code calls (included by c_module.c.mako
+  and, for OpenCL C and CUDA C device kernels, by device_module.mako: ASP_DEVICE).
   An error records the first failure in the call's asp_error (under a critical section when
   compiled with OpenMP) and returns 0; the call raises the matching Python exception after it
   returns. No context.
 </%doc>\
+#if defined(__OPENCL_VERSION__)
+/* OpenCL C (a device kernel: codegen.device): the fixed-width types, and doubles. */
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL FP_CONTRACT OFF
+typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
+typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
+#define INT64_C(c) c##L
+#define UINT64_C(c) c##UL
+#define INT64_MAX 9223372036854775807L
+#define INT64_MIN (-INT64_MAX - 1)
+#define UINT64_MAX 18446744073709551615UL
+#define INT8_MIN (-128)
+#define INT8_MAX 127
+#define INT16_MIN (-32768)
+#define INT16_MAX 32767
+#define INT32_MIN (-2147483647 - 1)
+#define INT32_MAX 2147483647
+#define UINT8_MAX 255
+#define UINT16_MAX 65535
+#define UINT32_MAX 4294967295U
+/* OpenCL's math functions are overloaded on float and double: the C library's float names. */
+<% c_math = """acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc exp
+exp2 expm1 fabs fdim floor fma fmax fmin fmod hypot lgamma log log10 log1p log2 logb nextafter
+pow remainder rint round sin sinh sqrt tan tanh tgamma trunc""".split() %>\
+% for name in c_math:
+#define ${name}f ${name}
+% endfor
+#define ASP_DEVICE 1
+#define ASP_INLINE static inline
+#else
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#if defined(__CUDACC__) || defined(ASP_CUDA_EMULATION)
+/* CUDA C (a device kernel, or its host emulation: asp_core.backends.emulation). */
+#define ASP_DEVICE 1
+#define ASP_INLINE static __device__ inline
+#endif
+#endif
+#ifdef ASP_DEVICE
+/* A device thread records its errors in its own record: no lock, no atomics. */
+#define ASP_COLD_FN ASP_INLINE
+#else
+#define ASP_INLINE static inline
+#define ASP_COLD_FN __attribute__((noinline, cold)) static
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #define ASP_CRITICAL _Pragma("omp critical(asp_error)")
@@ -16,6 +60,23 @@
 #endif
 #define ASP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ASP_LIKELY(x) __builtin_expect(!!(x), 1)
+#if defined(__CUDACC__) && !defined(__clang__)
+/* nvcc has no overflow builtins in device code: the same tests, by hand. */
+ASP_INLINE bool asp_add_ovf(int64_t a, int64_t b, int64_t *r) {
+    *r = (int64_t)((uint64_t)a + (uint64_t)b); return ((a ^ *r) & (b ^ *r)) < 0;
+}
+ASP_INLINE bool asp_sub_ovf(int64_t a, int64_t b, int64_t *r) {
+    *r = (int64_t)((uint64_t)a - (uint64_t)b); return ((a ^ b) & (a ^ *r)) < 0;
+}
+ASP_INLINE bool asp_mul_ovf(int64_t a, int64_t b, int64_t *r) {
+    *r = (int64_t)((uint64_t)a * (uint64_t)b);
+    return __mul64hi(a, b) != (*r < 0 ? -1 : 0);
+}
+#else
+#define asp_add_ovf __builtin_add_overflow
+#define asp_sub_ovf __builtin_sub_overflow
+#define asp_mul_ovf __builtin_mul_overflow
+#endif
 
 enum {
     ASP_INDEX_ERROR = 1,      /* IndexError: index out of bounds                         */
@@ -31,6 +92,13 @@ enum {
 
 typedef struct { int32_t code; int32_t where; int64_t value; int64_t extent; } asp_error;
 
+#ifdef ASP_DEVICE
+ASP_INLINE void asp_fail(asp_error *e, int32_t code, int32_t where, int64_t value,
+                         int64_t extent) {
+    if (e->code == 0) { e->where = where; e->value = value; e->extent = extent; e->code = code; }
+}
+ASP_INLINE bool asp_ok(asp_error *e) { return e->code == 0; }
+#else
 __attribute__((noinline, cold)) static void asp_fail(asp_error *e, int32_t code, int32_t where,
                                                      int64_t value, int64_t extent) {
     ASP_CRITICAL
@@ -44,9 +112,10 @@ __attribute__((noinline, cold)) static void asp_fail(asp_error *e, int32_t code,
 
 /* No error recorded yet (read by other threads while one may record one). */
 static inline bool asp_ok(asp_error *e) { return __atomic_load_n(&e->code, __ATOMIC_ACQUIRE) == 0; }
+#endif
 
 /* Python wraps negative indices; anything else out of range is an IndexError. */
-static inline bool asp_index_ok(asp_error *e, int32_t where, int64_t raw, int64_t *index,
+ASP_INLINE bool asp_index_ok(asp_error *e, int32_t where, int64_t raw, int64_t *index,
                                 int64_t extent) {
     int64_t k = raw < 0 ? raw + extent : raw;
     if (ASP_UNLIKELY((uint64_t)k >= (uint64_t)extent)) { asp_fail(e, ASP_INDEX_ERROR, where, raw, extent); return false; }
@@ -56,34 +125,34 @@ static inline bool asp_index_ok(asp_error *e, int32_t where, int64_t raw, int64_
 
 /* Iterations of range(lo, hi, step), for loops that come near the ends of int64 (the
    binding's "wide" loops): unsigned arithmetic cannot overflow, as lo + k * step could. */
-static inline uint64_t asp_trip_count(int64_t lo, int64_t hi, int64_t step) {
+ASP_INLINE uint64_t asp_trip_count(int64_t lo, int64_t hi, int64_t step) {
     if (step > 0) return hi > lo ? ((uint64_t)hi - (uint64_t)lo - 1) / (uint64_t)step + 1 : 0;
     return lo > hi ? ((uint64_t)lo - (uint64_t)hi - 1) / ((uint64_t)0 - (uint64_t)step) + 1 : 0;
 }
 
 /* ---- arithmetic between Python ints: exact, or an error beyond 64 bits ---- */
-static inline int64_t asp_add_py(asp_error *e, int64_t a, int64_t b) {
-    int64_t r; if (ASP_UNLIKELY(__builtin_add_overflow(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
+ASP_INLINE int64_t asp_add_py(asp_error *e, int64_t a, int64_t b) {
+    int64_t r; if (ASP_UNLIKELY(asp_add_ovf(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
 }
-static inline int64_t asp_sub_py(asp_error *e, int64_t a, int64_t b) {
-    int64_t r; if (ASP_UNLIKELY(__builtin_sub_overflow(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
+ASP_INLINE int64_t asp_sub_py(asp_error *e, int64_t a, int64_t b) {
+    int64_t r; if (ASP_UNLIKELY(asp_sub_ovf(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
 }
-static inline int64_t asp_mul_py(asp_error *e, int64_t a, int64_t b) {
-    int64_t r; if (ASP_UNLIKELY(__builtin_mul_overflow(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
+ASP_INLINE int64_t asp_mul_py(asp_error *e, int64_t a, int64_t b) {
+    int64_t r; if (ASP_UNLIKELY(asp_mul_ovf(a, b, &r))) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; } return r;
 }
-static inline int64_t asp_floordiv_py_i64(asp_error *e, int64_t a, int64_t b) {
+ASP_INLINE int64_t asp_floordiv_py_i64(asp_error *e, int64_t a, int64_t b) {
     if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
     if (ASP_UNLIKELY(b == -1 && a == INT64_MIN)) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; }
     int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-static inline int64_t asp_mod_py_i64(asp_error *e, int64_t a, int64_t b) {
+ASP_INLINE int64_t asp_mod_py_i64(asp_error *e, int64_t a, int64_t b) {
     if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
     if (b == -1) return 0;
     int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-static inline int64_t asp_ipow_py(asp_error *e, int64_t base, int64_t exp) {
+ASP_INLINE int64_t asp_ipow_py(asp_error *e, int64_t base, int64_t exp) {
     int64_t r = 1;
     while (exp > 0) {
         if (exp & 1) r = asp_mul_py(e, r, base);
@@ -92,19 +161,19 @@ static inline int64_t asp_ipow_py(asp_error *e, int64_t base, int64_t exp) {
     }
     return r;
 }
-static inline int64_t asp_abs_py(asp_error *e, int64_t a) {
+ASP_INLINE int64_t asp_abs_py(asp_error *e, int64_t a) {
     if (ASP_UNLIKELY(a == INT64_MIN)) { asp_fail(e, ASP_INT_OVERFLOW, 0, 0, 0); return 0; }
     return a < 0 ? -a : a;
 }
 
 /* ---- NumPy integers: wrap around; division by zero gives 0 ---- */
-static inline int64_t asp_floordiv_i64(int64_t a, int64_t b) {
+ASP_INLINE int64_t asp_floordiv_i64(int64_t a, int64_t b) {
     if (b == 0) return 0;
     if (b == -1) return (int64_t)(0 - (uint64_t)a);
     int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-static inline int64_t asp_mod_i64(int64_t a, int64_t b) {
+ASP_INLINE int64_t asp_mod_i64(int64_t a, int64_t b) {
     if (b == 0 || b == -1) return 0;
     int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
@@ -115,15 +184,15 @@ static inline int64_t asp_mod_i64(int64_t a, int64_t b) {
 #define asp_mod_i32(a, b) ((int32_t)asp_mod_i64((a), (b)))
 #define asp_mod_i16(a, b) ((int16_t)asp_mod_i64((a), (b)))
 #define asp_mod_i8(a, b) ((int8_t)asp_mod_i64((a), (b)))
-static inline uint64_t asp_floordiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }
-static inline uint64_t asp_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }
+ASP_INLINE uint64_t asp_floordiv_u64(uint64_t a, uint64_t b) { return b ? a / b : 0; }
+ASP_INLINE uint64_t asp_mod_u64(uint64_t a, uint64_t b) { return b ? a % b : 0; }
 #define asp_floordiv_u32(a, b) ((uint32_t)asp_floordiv_u64((a), (b)))
 #define asp_floordiv_u16(a, b) ((uint16_t)asp_floordiv_u64((a), (b)))
 #define asp_floordiv_u8(a, b) ((uint8_t)asp_floordiv_u64((a), (b)))
 #define asp_mod_u32(a, b) ((uint32_t)asp_mod_u64((a), (b)))
 #define asp_mod_u16(a, b) ((uint16_t)asp_mod_u64((a), (b)))
 #define asp_mod_u8(a, b) ((uint8_t)asp_mod_u64((a), (b)))
-static inline uint64_t asp_ipow_u64(uint64_t base, int64_t exp) {
+ASP_INLINE uint64_t asp_ipow_u64(uint64_t base, int64_t exp) {
     uint64_t r = 1;
     while (exp > 0) { if (exp & 1) r *= base; exp >>= 1; if (exp) base *= base; }
     return r;
@@ -135,7 +204,7 @@ static inline uint64_t asp_ipow_u64(uint64_t base, int64_t exp) {
 #define asp_ipow_u32(a, k) ((uint32_t)asp_ipow_u64((uint64_t)(a), (k)))
 #define asp_ipow_u16(a, k) ((uint16_t)asp_ipow_u64((uint64_t)(a), (k)))
 #define asp_ipow_u8(a, k) ((uint8_t)asp_ipow_u64((uint64_t)(a), (k)))
-static inline int64_t asp_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
+ASP_INLINE int64_t asp_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
 #define asp_abs_i32(a) ((int32_t)((a) < 0 ? -(int64_t)(a) : (a)))
 #define asp_abs_i16(a) ((int16_t)((a) < 0 ? -(int64_t)(a) : (a)))
 #define asp_abs_i8(a) ((int8_t)((a) < 0 ? -(int64_t)(a) : (a)))
@@ -147,39 +216,39 @@ static inline int64_t asp_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uin
 /* ---- floats: floor division and remainder round toward minus infinity (CPython's and
    NumPy's algorithm); the _py forms raise ZeroDivisionError as Python floats do ---- */
 % for t, f, sfx in (("double", "", "f64"), ("float", "f", "f32")):
-static inline ${t} asp_mod_${sfx}(${t} a, ${t} b) {
+ASP_INLINE ${t} asp_mod_${sfx}(${t} a, ${t} b) {
     ${t} mod = fmod${f}(a, b);
     if (!b) return mod;
     if (mod) { if ((b < 0) != (mod < 0)) mod += b; }
-    else mod = copysign${f}(0, b);
+    else mod = copysign${f}((${t})0, b);
     return mod;
 }
-static inline ${t} asp_floordiv_${sfx}(${t} a, ${t} b) {
+ASP_INLINE ${t} asp_floordiv_${sfx}(${t} a, ${t} b) {
     if (!b) return a / b;
     ${t} mod = fmod${f}(a, b);
     ${t} div = (a - mod) / b;
     if (mod && ((b < 0) != (mod < 0))) div -= 1;
-    if (!div) return copysign${f}(0, a / b);
+    if (!div) return copysign${f}((${t})0, a / b);
     ${t} floordiv = floor${f}(div);
     if (div - floordiv > (${t})0.5) floordiv += 1;
     return floordiv;
 }
-static inline ${t} asp_mod_${sfx}_py(asp_error *e, ${t} a, ${t} b) {
+ASP_INLINE ${t} asp_mod_${sfx}_py(asp_error *e, ${t} a, ${t} b) {
     if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
     return asp_mod_${sfx}(a, b);
 }
-static inline ${t} asp_floordiv_${sfx}_py(asp_error *e, ${t} a, ${t} b) {
+ASP_INLINE ${t} asp_floordiv_${sfx}_py(asp_error *e, ${t} a, ${t} b) {
     if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
     return asp_floordiv_${sfx}(a, b);
 }
-static inline ${t} asp_np_maximum_${sfx}(${t} a, ${t} b) { return (a >= b || isnan(a)) ? a : b; }
-static inline ${t} asp_np_minimum_${sfx}(${t} a, ${t} b) { return (a <= b || isnan(a)) ? a : b; }
+ASP_INLINE ${t} asp_np_maximum_${sfx}(${t} a, ${t} b) { return (a >= b || isnan(a)) ? a : b; }
+ASP_INLINE ${t} asp_np_minimum_${sfx}(${t} a, ${t} b) { return (a <= b || isnan(a)) ? a : b; }
 % endfor
-static inline double asp_truediv_py(asp_error *e, double a, double b) {
+ASP_INLINE double asp_truediv_py(asp_error *e, double a, double b) {
     if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
     return a / b;
 }
-static inline double asp_pow_py(asp_error *e, double a, double b) {
+ASP_INLINE double asp_pow_py(asp_error *e, double a, double b) {
     if (ASP_UNLIKELY(a == 0 && b < 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
     if (ASP_UNLIKELY(a < 0 && isfinite(a) && isfinite(b) && b != floor(b))) {
         asp_fail(e, ASP_COMPLEX, 0, 0, 0); return 0;
@@ -190,7 +259,7 @@ static inline double asp_pow_py(asp_error *e, double a, double b) {
 }
 
 /* ---- conversions with Python's checks ---- */
-static inline int64_t asp_f2i(asp_error *e, double x) {          /* int(x) */
+ASP_INLINE int64_t asp_f2i(asp_error *e, double x) {          /* int(x) */
     if (ASP_UNLIKELY(isnan(x))) { asp_fail(e, ASP_NAN_TO_INT, 0, 0, 0); return 0; }
     if (ASP_UNLIKELY(isinf(x))) { asp_fail(e, ASP_INF_TO_INT, 0, 0, 0); return 0; }
     if (ASP_UNLIKELY(x >= 9223372036854775808.0 || x < -9223372036854775808.0)) {
@@ -199,16 +268,16 @@ static inline int64_t asp_f2i(asp_error *e, double x) {          /* int(x) */
     return (int64_t)x;
 }
 % for name, lo, hi in (("i8", "INT8_MIN", "INT8_MAX"), ("i16", "INT16_MIN", "INT16_MAX"), ("i32", "INT32_MIN", "INT32_MAX"), ("u8", "0", "UINT8_MAX"), ("u16", "0", "UINT16_MAX"), ("u32", "0", "UINT32_MAX")):
-static inline int64_t asp_fit_${name}(asp_error *e, int64_t v) {
+ASP_INLINE int64_t asp_fit_${name}(asp_error *e, int64_t v) {
     if (ASP_UNLIKELY(v < ${lo} || v > ${hi})) { asp_fail(e, ASP_INT_BOUNDS, ${loop.index}, v, 0); return 0; }
     return v;
 }
 % endfor
-static inline int64_t asp_fit_i64(asp_error *e, int64_t v) { (void)e; return v; }
+ASP_INLINE int64_t asp_fit_i64(asp_error *e, int64_t v) { (void)e; return v; }
 
 /* ---- the math module: CPython's checks on results (nan from a number: ValueError;
    infinity from a finite number: OverflowError or, at a pole, ValueError) ---- */
-__attribute__((noinline, cold)) static double asp_check_slow(asp_error *e, double r, int nan_in,
+ASP_COLD_FN double asp_check_slow(asp_error *e, double r, int nan_in,
                                                            int finite_in, int can_overflow) {
     if (isnan(r) && !nan_in) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
     if (isinf(r) && finite_in) {
@@ -218,11 +287,11 @@ __attribute__((noinline, cold)) static double asp_check_slow(asp_error *e, doubl
 }
 /* One test of the result on the hot path; its arguments are looked at only when it is not
    finite (black_scholes: 5 checked calls per element, the split saves a few ns each). */
-static inline double asp_check1(asp_error *e, double r, double x, int can_overflow) {
+ASP_INLINE double asp_check1(asp_error *e, double r, double x, int can_overflow) {
     if (ASP_LIKELY(isfinite(r))) return r;
     return asp_check_slow(e, r, isnan(x), isfinite(x), can_overflow);
 }
-static inline double asp_check2(asp_error *e, double r, double x, double y, int can_overflow) {
+ASP_INLINE double asp_check2(asp_error *e, double r, double x, double y, int can_overflow) {
     if (ASP_LIKELY(isfinite(r))) return r;
     return asp_check_slow(e, r, isnan(x) || isnan(y), isfinite(x) && isfinite(y), can_overflow);
 }
@@ -243,14 +312,14 @@ static inline double asp_check2(asp_error *e, double r, double x, double y, int 
      variable stays in 32 bits (the iteration goes above the fields in a 64-bit key).
    * int32_t: the first failure's code itself (any number of calls, any range; each call
      selects, which costs black_scholes about 8% of its time). */
-static inline double asp_vfirst1(int32_t *code, double r, double x, int can_overflow, int field) {
+ASP_INLINE double asp_vfirst1(int32_t *code, double r, double x, int can_overflow, int field) {
     int32_t c = (isnan(r) && !isnan(x)) ? ASP_MATH_DOMAIN
               : (isinf(r) && isfinite(x)) ? (can_overflow ? ASP_MATH_RANGE : ASP_MATH_DOMAIN) : 0;
     (void)field;
     *code = *code ? *code : c;
     return c ? 0 : r;
 }
-static inline double asp_vfirst2(int32_t *code, double r, double x, double y, int can_overflow,
+ASP_INLINE double asp_vfirst2(int32_t *code, double r, double x, double y, int can_overflow,
                                  int field) {
     int32_t c = (isnan(r) && !isnan(x) && !isnan(y)) ? ASP_MATH_DOMAIN
               : (isinf(r) && isfinite(x) && isfinite(y)) ? (can_overflow ? ASP_MATH_RANGE : ASP_MATH_DOMAIN) : 0;
@@ -258,13 +327,13 @@ static inline double asp_vfirst2(int32_t *code, double r, double x, double y, in
     *code = *code ? *code : c;
     return c ? 0 : r;
 }
-static inline double asp_vfield1(uint64_t *code, double r, double x, int can_overflow, int field) {
+ASP_INLINE double asp_vfield1(uint64_t *code, double r, double x, int can_overflow, int field) {
     uint64_t failed = ((r != r) & (x == x)) | ((fabs(r) == INFINITY) & (fabs(x) < INFINITY));
     uint64_t range = can_overflow & (fabs(r) == INFINITY);
     *code |= failed ? (2u | range) << (2 * field) : 0;
     return r;  /* the iteration's writes are skipped once its code is set */
 }
-static inline double asp_vfield2(uint64_t *code, double r, double x, double y, int can_overflow,
+ASP_INLINE double asp_vfield2(uint64_t *code, double r, double x, double y, int can_overflow,
                                  int field) {
     uint64_t failed = ((r != r) & (x == x) & (y == y))
                     | ((fabs(r) == INFINITY) & (fabs(x) < INFINITY) & (fabs(y) < INFINITY));
@@ -273,7 +342,7 @@ static inline double asp_vfield2(uint64_t *code, double r, double x, double y, i
     return r;
 }
 /* The error code of the first failing call recorded in ``fields``. */
-static inline int32_t asp_vfields_code(uint64_t fields) {
+ASP_INLINE int32_t asp_vfields_code(uint64_t fields) {
     while (!(fields & 3)) fields >>= 2;
     return (fields & 3) == 3 ? ASP_MATH_RANGE : ASP_MATH_DOMAIN;
 }
@@ -285,17 +354,17 @@ static inline int32_t asp_vfields_code(uint64_t fields) {
     ({ double asp_x_ = (x), asp_y_ = (y); \
        _Generic((code), uint64_t *: asp_vfield2, int32_t *: asp_vfirst2)( \
            (code), f(asp_x_, asp_y_), asp_x_, asp_y_, (can_overflow), (field)); })
-static inline double asp_math_pow(asp_error *e, double x, double y) {
+ASP_INLINE double asp_math_pow(asp_error *e, double x, double y) {
     if (ASP_UNLIKELY(x == 0 && y < 0)) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
     return asp_check2(e, pow(x, y), x, y, 1);
 }
-static inline double asp_math_fmod(asp_error *e, double x, double y) {
+ASP_INLINE double asp_math_fmod(asp_error *e, double x, double y) {
     if (ASP_UNLIKELY(isinf(x) || y == 0)) {
         if (!isnan(x) && !isnan(y)) { asp_fail(e, ASP_MATH_DOMAIN, 0, 0, 0); return 0; }
     }
     return fmod(x, y);
 }
-static inline double asp_math_log2arg(asp_error *e, double x, double base) {
+ASP_INLINE double asp_math_log2arg(asp_error *e, double x, double base) {
     double num = asp_check1(e, log(x), x, 0);
     double den = asp_check1(e, log(base), base, 0);
     if (ASP_UNLIKELY(den == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }

@@ -65,6 +65,25 @@ def _loopnest_c_module(backend="c"):
                     infer_types(runner.analysis, types), types, "sample")
 
 
+def _loopnest_device_module():
+    import numpy as np
+
+    from specializers.loopnest import LoopKernel
+    from specializers.loopnest.codegen.device import device_module
+    from specializers.loopnest.typeinfer import infer_types
+
+    class Sample(LoopKernel):
+        kernel = sample_kernel
+
+    kernel = Sample(backend="python")
+    kernel.cut = 0.5
+    kernel.kernel(np.arange(4.0), np.zeros(4), 4)
+    runner = kernel._asp_current.runners[0]
+    types, _ = runner.signature(runner.last_inputs)
+    return device_module("cuda", runner.analysis, runner.last_plan,
+                         infer_types(runner.analysis, types), types, "sample").source
+
+
 def _calibration_kernels():
     from specializers.loopnest.cost.native_probes import kernel_source
 
@@ -80,6 +99,7 @@ RENDERERS = {
     "loopnest/c_module.c.mako": lambda: _loopnest_c_module("openmp").source,
     "loopnest/c_runtime.h.mako": lambda: tpl.render("loopnest/c_runtime.h.mako"),
     "loopnest/calibration.c.mako": _calibration_kernels,
+    "loopnest/device_module.mako": _loopnest_device_module,
 }
 
 
@@ -97,6 +117,10 @@ def test_template_renders_to_compilable_text(name, tmp_path):
         subprocess.run(["g++", "-fsyntax-only", "-std=gnu++17", str(src)], check=True)
     if name.endswith(".py.mako"):
         compile(text, name, "exec")
+    if name == "loopnest/device_module.mako":  # its CUDA dialect, as the host emulation has it
+        src = tmp_path / "t.cpp"
+        src.write_text(emulation.emulation_source(text)[0])
+        subprocess.run(["g++", "-fsyntax-only", "-std=gnu++17", str(src)], check=True)
     if name.endswith((".c.mako", ".h.mako")):
         src = tmp_path / "t.c"
         src.write_text(text)

@@ -45,7 +45,13 @@ C_TYPES = {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32
 C_RESERVED = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct
 switch typedef union unsigned void volatile while bool true false NULL main errno memset
-signbit fpclassify isnan isinf isfinite isnormal isgreater isless math_errhandling""".split())
+signbit fpclassify isnan isinf isfinite isnormal isgreater isless math_errhandling""".split()) | \
+    frozenset("""half uchar ushort uint ulong global local constant private kernel read_only
+write_only read_write __global __local __constant __private __kernel get_global_id
+get_local_id get_group_id get_global_size threadIdx blockIdx blockDim gridDim warpSize dim3
+atomicCAS __syncthreads""".split())  # OpenCL C and CUDA C (device kernels: codegen.device)
+#: OpenCL's vector types (``float4``, ``uchar16``...), which no variable may be named.
+_VECTOR_TYPE = re.compile(r"(u?char|u?short|u?int|u?long|half|float|double)(2|3|4|8|16)")
 #: The C library's math functions (each also with an ``f`` and an ``l`` suffix): a variable of
 #: one of these names would hide the function in the generated code.
 C_MATH = frozenset("""acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh erf erfc
@@ -97,7 +103,7 @@ def c_identifier(name: str) -> str:
     if name.startswith("__asp_p"):
         return "asp_pred" + name[len("__asp_p"):]
     ident = name.replace(".", "__")
-    if ident in C_RESERVED or ident in C_MATH or \
+    if ident in C_RESERVED or ident in C_MATH or _VECTOR_TYPE.fullmatch(ident) or \
             (ident[-1] in "fl" and ident[:-1] in C_MATH) or \
             ident.startswith(("asp_", "ASP_", "omp_", "_")) or ident.endswith("_t") or \
             ident in ("NAN", "INFINITY", "HUGE_VAL", "EOF") or \
@@ -136,6 +142,10 @@ class CExpression(NodeVisitor):
         self.vector_checks = 0
         self.simd_functions: set[tuple[str, str, int]] = set()  # (C function, C type, arity)
         self.index_mode = False
+        # Signed integer arithmetic wraps as NumPy's does: host C is compiled with -fwrapv;
+        # a device compiler takes no such option (``codegen.device`` sets this), so signed
+        # sums, differences, products and negations go through the unsigned type there.
+        self.wrapping = False
         self._temps = itertools.count()
 
     # -- entry points ------------------------------------------------------------------------
@@ -235,10 +245,10 @@ class CExpression(NodeVisitor):
             if result.weak and not fits(int_range(node, self.ranges)):
                 name = {"+": "add", "-": "sub", "*": "mul"}[op]
                 return f"asp_{name}_py(asp_err, {a}, {b})"
-            return _arith(a, op, b, result)
+            return _arith(a, op, b, result, self.wrapping)
         if op in ("+", "-", "*"):
             a, b = self.as_type(node.left, result), self.as_type(node.right, result)
-            return _arith(a, op, b, result)
+            return _arith(a, op, b, result, self.wrapping)
         if op == "/":
             a, b = self.as_type(node.left, result), self.as_type(node.right, result)
             if python and not self._nonzero_int(node.right):
@@ -277,6 +287,8 @@ class CExpression(NodeVisitor):
         if result.kind in "iu" and result.weak and not self.index_mode and \
                 int_range(node.operand, self.ranges)[0] <= INT64_MIN:
             return f"asp_sub_py(asp_err, 0, {a})"
+        if self.wrapping and ctype(result) in _WRAPPED:
+            return f"(({ctype(result)})(0 - ({_WRAPPED[ctype(result)]})({a})))"
         if ctype(result) in _NATIVE:
             return f"(-{a})"
         return f"(({ctype(result)})(-{a}))"
@@ -458,7 +470,14 @@ class CExpression(NodeVisitor):
 _NATIVE = frozenset({"int64_t", "uint64_t", "double", "float", "int32_t", "uint32_t"})
 
 
-def _arith(a: str, op: str, b: str, result: Ty) -> str:
+#: Signed types whose arithmetic could overflow in C, and the unsigned type that wraps.
+_WRAPPED = {"int32_t": "uint32_t", "int64_t": "uint64_t"}
+
+
+def _arith(a: str, op: str, b: str, result: Ty, wrapping: bool = False) -> str:
+    if wrapping and op in "+-*" and ctype(result) in _WRAPPED:
+        unsigned = _WRAPPED[ctype(result)]
+        return f"(({ctype(result)})(({unsigned})({a}) {op} ({unsigned})({b})))"
     if ctype(result) in _NATIVE:
         return f"({a} {op} {b})"
     return f"(({ctype(result)})({a} {op} {b}))"

@@ -66,3 +66,23 @@ def test_argument_checks():
         k(1, 2.0, [1.0], np.zeros(1, np.float32))
     with pytest.raises(KeyError):
         emulation.emulate_cuda_module(SAXPY).get_function("nope")
+
+
+ORDER = """
+__global__ void visit(long long *order, long long *counter, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) order[i] = atomicAdd(counter, 1LL);
+}
+"""
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 12345])
+def test_seeded_launch_order_is_a_permutation_and_not_the_identity(seed):
+    module = emulation.emulate_cuda_module(ORDER)
+    module.set_order_seed(seed)
+    n = 96
+    order, counter = np.full(n, -1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    module.get_function("visit")(order, counter, n, grid=(4, 1, 1), block=(24, 1, 1))
+    assert sorted(order) == list(range(n))             # every thread ran once
+    assert (seed == 0) == (list(order) == list(range(n)))
+    module.set_order_seed(0)

@@ -1,0 +1,158 @@
+"""OpenCL through pyopencl: the device, its programs, its buffers.
+
+pyopencl is optional (the ``[opencl]`` extra) and so is an OpenCL driver (on Debian, PoCL runs
+OpenCL on the CPU: ``apt-get install pocl-opencl-icd``); either missing raises
+``BackendUnavailable``, which a specializer treats as a reason to pick another variant.
+
+The device is the first GPU any platform offers, else the first device of any kind
+(``ASP_OPENCL_DEVICE=platform:device`` picks one by index). Programs are built once per
+source and options in a process; pyopencl keeps the binaries on disk between processes in its
+own cache (under this project's cache folder).
+
+    program = build_program(source)
+    kernel = program.asp_scale
+    buf = to_device(np.arange(10.0))
+    kernel(queue(), (10,), None, buf, np.float64(2.0))
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendUnavailable, CompileError
+
+
+def _cl():
+    try:
+        import pyopencl as cl
+    except ImportError as exc:
+        raise BackendUnavailable("pyopencl is not installed (pip install 'asp-sejits[opencl]')"
+                                 ) from exc
+    return cl
+
+
+@dataclass(frozen=True)
+class OpenCLDevice:
+    """What the cost model and the code generator need to know of the device."""
+
+    platform: str
+    name: str
+    kind: str                   # "GPU", "CPU", "ACCELERATOR"
+    compute_units: int
+    max_work_group_size: int
+    global_memory: int          # bytes
+    local_memory: int           # bytes
+    doubles: bool               # cl_khr_fp64 (or OpenCL 1.2+'s double support)
+
+
+_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime() -> tuple[Any, Any, OpenCLDevice]:
+    cl = _cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:   # no ICD loader configuration, no platform
+        raise BackendUnavailable(f"no OpenCL platform: {exc}") from exc
+    chosen = os.environ.get("ASP_OPENCL_DEVICE", "").strip()
+    devices = [(p, dev) for p in platforms for dev in _devices(cl, p)]
+    if not devices:
+        raise BackendUnavailable("no OpenCL device (on Debian, 'apt-get install "
+                                 "pocl-opencl-icd' runs OpenCL on the CPU)")
+    if chosen:
+        try:
+            pi, di = (int(x) for x in chosen.split(":"))
+            platform, device = platforms[pi], _devices(cl, platforms[pi])[di]
+        except (ValueError, IndexError) as exc:
+            raise BackendUnavailable(f"ASP_OPENCL_DEVICE={chosen!r} names no device "
+                                     "(platform:device, by index)") from exc
+    else:
+        gpus = [(p, dev) for p, dev in devices if dev.type & cl.device_type.GPU]
+        platform, device = (gpus or devices)[0]
+    context = cl.Context([device])
+    queue = cl.CommandQueue(context)
+    extensions = device.extensions.split()
+    info = OpenCLDevice(
+        platform=platform.name.strip(), name=device.name.strip(),
+        kind=next((name for name in ("GPU", "CPU", "ACCELERATOR")
+                   if device.type & getattr(cl.device_type, name)), "OTHER"),
+        compute_units=device.max_compute_units,
+        max_work_group_size=device.max_work_group_size,
+        global_memory=device.global_mem_size, local_memory=device.local_mem_size,
+        doubles="cl_khr_fp64" in extensions or device.double_fp_config != 0)
+    return context, queue, info
+
+
+def _devices(cl, platform) -> list:
+    try:
+        return platform.get_devices()
+    except cl.Error:
+        return []
+
+
+def device() -> OpenCLDevice:
+    """The OpenCL device this process uses (``BackendUnavailable`` if there is none)."""
+    return _runtime()[2]
+
+
+def context():
+    return _runtime()[0]
+
+
+def queue():
+    return _runtime()[1]
+
+
+#: Build options for Python's meaning of float32 arithmetic: division and square root
+#: correctly rounded, as IEEE 754 and NumPy have them (OpenCL allows 2.5 ulp by default).
+#: (Sources ask for no contraction into fused multiply-adds with ``#pragma OPENCL FP_CONTRACT
+#: OFF``; PoCL refuses options it does not know, such as ``-fwrapv``.)
+IEEE_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt",)
+
+
+@functools.lru_cache(maxsize=256)
+def build_program(source: str, options: tuple[str, ...] = IEEE_OPTIONS) -> Any:
+    """The program of ``source`` built for the device (``CompileError`` with the build log if
+    the device compiler refuses it)."""
+    cl = _cl()
+    from ..config import current
+
+    cache_dir = current().cache_dir
+    folder = str(cache_dir / "pyopencl") if cache_dir else None
+    try:
+        with _LOCK:
+            return cl.Program(context(), source).build(options=list(options),
+                                                       cache_dir=folder)
+    except cl.Error as exc:
+        raise CompileError(f"the OpenCL compiler refused the program: {exc}",
+                           output=str(exc)) from exc
+
+
+def kernel(program: Any, name: str) -> Any:
+    """Kernel ``name`` of ``program`` (one object per caller: set its arguments per launch)."""
+    return _cl().Kernel(program, name)
+
+
+def to_device(array: np.ndarray) -> Any:
+    """A device buffer holding a copy of ``array`` (any layout: copied C-contiguous)."""
+    cl = _cl()
+    data = np.ascontiguousarray(array)
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+    return cl.Buffer(context(), flags, size=max(data.nbytes, 1), hostbuf=data if data.nbytes
+                     else np.zeros(1, np.uint8))
+
+
+def from_device(buffer: Any, like: np.ndarray) -> np.ndarray:
+    """A new C-contiguous array with the shape and dtype of ``like``, read from ``buffer``."""
+    cl = _cl()
+    out = np.empty(like.shape, like.dtype)
+    if out.nbytes:
+        cl.enqueue_copy(queue(), out, buffer)
+    return out

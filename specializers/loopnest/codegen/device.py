@@ -1,0 +1,358 @@
+"""Device kernels from a schedule: one builder, a printer per dialect (OpenCL C, CUDA C).
+
+``DeviceModuleBuilder`` turns one plan and the call's types into the source of a device module
+(``templates/loopnest/device_module.mako``) and the description the host needs to run it
+(``DeviceModule``: its kernels, their grids and arguments, the result record). The statements,
+inner loops and Python's meaning of every operation are printed by the serial C builder it
+extends (``codegen.c``, with the runtime helpers of ``c_runtime.h`` compiled for the device);
+a ``Dialect`` holds the few words in which OpenCL C and CUDA C differ (qualifiers, the global
+index, the address space of pointers, what a kernel may take as an argument), as loopy keeps
+one kernel representation and a printer per target.
+
+Kernels, in schedule order:
+
+* **Grid kernels.** Where every top-level node of the schedule is a parallel loop with no
+  reduction and no last-iteration scalar, each becomes a kernel. Its outermost loop and the
+  parallel loops perfectly nested in it whose bounds do not depend on them (up to three: a
+  *band*) are mapped onto the grid's axes; the loop that walks the last (fastest-varying)
+  subscript of the most accesses with a unit coefficient goes on axis 0 (x), so that
+  neighbouring threads touch neighbouring elements (Chikin et al.'s inter-thread stride).
+  Each thread runs the rest of the body: sequential loops and further parallel loops inside
+  run in the thread, as in serial C. The host computes each mapped loop's first value, step
+  and trip count from the call's binding; threads past the trip count return at once.
+* **One work item.** Any other schedule (reductions, scalars carried between top-level nodes,
+  sequential loops around parallel ones) runs as one kernel on one work item: the serial C
+  code on the device, always correct, never fast, so that every nest has a device variant to
+  test. The cost model prices it as what it is.
+
+Errors: each thread records its first error in its own ``asp_error`` and skips every array
+write after it (``on_error = "guard"``); at its end a failing thread stores its error code in
+a device word. The host copies no array back from a call whose word is set: the arrays hold
+what they held before the call, and the call runs again as the original code, which raises
+(or, for a Python int beyond 64 bits, goes on) exactly as Python does.
+
+Arrays travel as C-contiguous copies (the accessors are C-order; strides are not passed). Two
+arguments that are the same array (the same memory, shape and strides) travel as one buffer,
+passed twice, without ``restrict``; arrays that share only part of their memory are refused,
+since a device copy of each would no longer share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import numpy as np
+
+from asp_core.cache import stable_key
+from asp_core.errors import UnsupportedArgument
+from asp_core.templates import render
+
+from .. import dast as d
+from ..schedule.tree import Schedule, SLoop, SStmt
+from .c import _BEYOND_INT64, Argument, CEmitter, CModuleBuilder, Output
+from .cexpr import c_identifier, ctype
+from .walker import walk
+
+#: The most loops a kernel maps onto grid axes.
+MAX_AXES = 3
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What a device language spells its own way."""
+
+    name: str
+    kernel: str           # the qualifier of a kernel function
+    pointer: str          # the address space of an array parameter
+    restrict: str
+    bool_array: str       # the element type of a bool array parameter
+    bool_scalar: str      # the type of a bool scalar parameter
+
+    def global_index(self, axis: int) -> str:
+        """The thread's index along ``axis`` of the whole grid, as int64."""
+        if self.name == "opencl":
+            return f"(int64_t)get_global_id({axis})"
+        dim = "xyz"[axis]
+        return f"((int64_t)blockIdx.{dim} * blockDim.{dim} + threadIdx.{dim})"
+
+
+OPENCL = Dialect("opencl", "__kernel", "__global ", "restrict", "uint8_t", "int32_t")
+CUDA = Dialect("cuda", 'extern "C" __global__', "", "__restrict__", "bool", "bool")
+DIALECTS = {"opencl": OPENCL, "cuda": CUDA}
+
+#: NumPy dtypes of the C types that parameters and result fields take.
+NUMPY_OF_CTYPE = {"bool": np.bool_, "int8_t": np.int8, "int16_t": np.int16, "int32_t": np.int32,
+                  "int64_t": np.int64, "uint8_t": np.uint8, "uint16_t": np.uint16,
+                  "uint32_t": np.uint32, "uint64_t": np.uint64, "float": np.float32,
+                  "double": np.float64}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A loop mapped onto a grid axis: the host passes its first value, step and trip count."""
+
+    lid: int
+    axis: int
+    var: str
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel of a module: its name, and the loops on its grid's axes (none: it runs on
+    one work item, and writes the result record)."""
+
+    name: str
+    axes: tuple[Axis, ...]
+
+    @property
+    def single(self) -> bool:
+        return not self.axes
+
+
+@dataclass(frozen=True)
+class DeviceModule:
+    source: str
+    dialect: str
+    key: str
+    kernels: tuple[Kernel, ...]
+    arguments: tuple[Argument, ...]     # the nest's data, the same for every kernel
+    argument_types: tuple[str, ...]     # their C types (an array's: its element type)
+    outputs: tuple[Output, ...]
+    out_fields: tuple[tuple[str, str], ...]   # (field, C type) of the result record
+    written: tuple[int, ...]            # input positions of the arrays the nest writes
+    can_fail: bool
+    beyond_int64: bool
+
+    def out_dtype(self) -> np.dtype:
+        """The result record as NumPy sees it (C layout: each field at its own alignment)."""
+        fields = [(name, NUMPY_OF_CTYPE[c]) for name, c in self.out_fields] or [("unused", np.int32)]
+        return np.dtype(fields, align=True)
+
+
+class DeviceEmitter(CEmitter):
+    """Serial C inside one thread: as ``CEmitter``, with no pragmas."""
+
+
+class DeviceModuleBuilder(CModuleBuilder):
+    """Builds the device module of one plan for one call signature in one dialect."""
+
+    on_error = "guard"
+
+    def __init__(self, dialect: Dialect, analysis, plan, types, signature, title: str):
+        super().__init__(analysis, plan, types, signature, title)
+        self.dialect = dialect
+        self.variant = dialect.name
+        self.expr.wrapping = True
+        overlapping = sorted({a for pair in plan.bound.overlapping for a in pair})
+        if overlapping:
+            raise UnsupportedArgument(
+                f"arrays that partly share memory ({', '.join(overlapping)}) cannot run on a "
+                "device: each would be copied there on its own")
+
+    def key(self) -> str:
+        return stable_key("loopnest-device", self.dialect.name, *self.key_parts())
+
+    # -- arrays: C-contiguous copies, in the device's address space ------------------------------
+
+    def accessor(self, name: str) -> str:
+        sig = self.array_sig(name)
+        ident = c_identifier(name)
+        indices = [f"i{k}" for k in range(sig.ndim)]
+        if sig.ndim == 0:
+            return f"#define ASP_AT_{ident}() ({ident}[0])"
+        flat = indices[0]
+        for k in range(1, sig.ndim):
+            flat = f"({flat}) * {ident}_n{k} + ({indices[k]})"
+        return f"#define ASP_AT_{ident}({', '.join(indices)}) ({ident}[{flat}])"
+
+    def element_ctype(self, name: str) -> str:
+        ty = ctype(self.types.arrays[name])
+        return self.dialect.bool_array if ty == "bool" else ty
+
+    def device_arguments(self) -> tuple[list[str], list[Argument], list[str]]:
+        """(C parameters, how each is made from the inputs, its C type) of the nest's data."""
+        params, args, types = [], [], []
+        dialect = self.dialect
+        for name in self.names.arrays:
+            pos = self.positions[name]
+            ident = c_identifier(name)
+            element = self.element_ctype(name)
+            restrict = "" if name in self.aliased else dialect.restrict
+            params.append(f"{dialect.pointer}{element} *{restrict} {ident}")
+            args.append(Argument("array", pos))
+            types.append(element)
+            for k in range(self.array_sig(name).ndim):
+                params.append(f"int64_t {ident}_n{k}")
+                args.append(Argument("shape", pos, k))
+                types.append("int64_t")
+        scalars = [(name, c_identifier(name)) for name in self.names.invariants] + \
+            [(name, "asp_in_" + c_identifier(name)) for name in self.analysis.required]
+        for name, ident in scalars:
+            ty = ctype(self.types.variables[name])
+            passed = dialect.bool_scalar if ty == "bool" else ty
+            params.append(f"{passed} {ident}")
+            args.append(Argument("scalar", self.positions[name], ctype=passed))
+            types.append(passed)
+        return params, args, types
+
+    def prologue(self) -> list[str]:
+        return [line for line in super().prologue() if "asp_threads" not in line]
+
+    # -- kernels ---------------------------------------------------------------------------------
+
+    def bands(self) -> list[tuple[SLoop, tuple[d.Loop, ...]]] | None:
+        """Per top-level node, the node and its band of mapped loops (outermost first), or
+        None where some node cannot be a grid kernel (then one work item runs it all)."""
+        out = []
+        for node in self.plan.schedule.root:
+            if not self._mappable(node):
+                return None
+            band, current = [self.loops[node.lid]], node
+            while len(band) < MAX_AXES and len(current.body) == 1 and \
+                    self._mappable(current.body[0]) and \
+                    not self._depends_on(self.loops[current.body[0].lid], band):
+                current = current.body[0]
+                band.append(self.loops[current.lid])
+            out.append((node, tuple(band)))
+        return out
+
+    def _mappable(self, node) -> bool:
+        if not isinstance(node, SLoop) or not node.parallel or node.reductions or \
+                node.lastprivate:
+            return False
+        loop = self.loops[node.lid]
+        bound = self.plan.bound.loops[node.lid]
+        return not loop.predicate and not bound.wide
+
+    @staticmethod
+    def _depends_on(loop: d.Loop, band) -> bool:
+        names = {outer.var for outer in band}
+        return any(isinstance(n, d.Var) and n.name in names
+                   for bound in (loop.start, loop.stop, loop.step) for n in bound.walk())
+
+    def _axes(self, band: tuple[d.Loop, ...]) -> tuple[Axis, ...]:
+        """The band's loops on grid axes: x for the loop walking the last subscript of the most
+        accesses with coefficient +-1 (ties: the innermost), then the others outermost first."""
+        def unit_last(loop: d.Loop) -> int:
+            count = 0
+            for info in self.analysis.access.statements:
+                for acc in info.accesses:
+                    if acc.index:
+                        last = acc.index[-1]
+                        if isinstance(last, d.Var) and last.name == loop.var:
+                            count += 1
+                        elif isinstance(last, d.BinOp) and last.op in "+-" and any(
+                                isinstance(side, d.Var) and side.name == loop.var
+                                for side in (last.left, last.right)):
+                            count += 1
+            return count
+
+        ranked = sorted(range(len(band)), key=lambda k: (-unit_last(band[k]), -k))
+        order = [ranked[0]] + [k for k in range(len(band)) if k != ranked[0]]
+        return tuple(Axis(band[k].lid, axis, band[k].var) for axis, k in enumerate(order))
+
+    def _walk(self, nodes: tuple, emitter: DeviceEmitter) -> None:
+        walk(Schedule(tuple(nodes), self.plan.schedule.statements), self.analysis.nest, emitter)
+        self._fallible |= any("asp_err" in line for line in emitter.lines)
+
+    def _grid_kernel(self, name: str, node: SLoop, band, axes) -> tuple[Kernel, list[str]]:
+        emitter = DeviceEmitter(self)
+        innermost = node
+        for _ in band[1:]:
+            innermost = innermost.body[0]
+        self._walk(innermost.body, emitter)
+        lines = []
+        for a in axes:
+            var = c_identifier(a.var)
+            lines.append(f"const int64_t asp_g_{var} = {self.dialect.global_index(a.axis)};")
+            lines.append(f"if (asp_g_{var} >= asp_n_{var}) return;")
+        lines += ["asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
+        lines += self.prologue()
+        for loop in band:
+            var = c_identifier(loop.var)
+            lines.append(f"const int64_t {var} = asp_lo_{var} + asp_g_{var} * asp_step_{var};")
+        lines += emitter.lines
+        lines.append("if (asp_e.code) *asp_failed = asp_e.code;")
+        return Kernel(name, axes), lines
+
+    def _single_kernel(self, name: str, outputs: list[str]) -> tuple[Kernel, list[str]]:
+        emitter = DeviceEmitter(self)
+        self._walk(self.plan.schedule.root, emitter)
+        lines = [f"if ({self.dialect.global_index(0)} != 0) return;",
+                 "asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
+        lines += self.prologue() + emitter.lines + outputs
+        lines.append("if (asp_e.code) *asp_failed = asp_e.code;")
+        return Kernel(name, ()), lines
+
+    def build(self) -> DeviceModule:
+        key = self.key()
+        self._fallible = False
+        kernels, bodies = self._kernels(key)
+        if self._fallible:
+            self.guard_writes, self.error_sites = True, []  # every write after an error skipped
+            self.expr.simd_functions.clear()
+            kernels, bodies = self._kernels(key)
+        params, arguments, types = self.device_arguments()
+        fields, epilogue, outputs = self.outputs()
+        out_fields = []
+        for field in fields:
+            ty, ident = field.rsplit(" ", 1)
+            out_fields.append((ident, "int32_t" if ty == "bool" else ty))
+        failed = f"{self.dialect.pointer}int32_t *asp_failed"
+        texts = []
+        for kernel, body in zip(kernels, bodies):
+            extra = [failed]
+            if kernel.single:
+                extra.append(f"{self.dialect.pointer}asp_out_t *asp_out")
+            for a in kernel.axes:
+                var = c_identifier(a.var)
+                extra += [f"int64_t asp_lo_{var}", f"int64_t asp_step_{var}",
+                          f"int64_t asp_n_{var}"]
+            texts.append((kernel.name, params + extra, body))
+        source = render("loopnest/device_module.mako", header=f"{self.dialect.name} variant of "
+                        f"{self.title}", dialect=self.dialect.name, key=key,
+                        accessors=[self.accessor(a) for a in self.names.arrays],
+                        out_fields=out_fields, kernel_qualifier=self.dialect.kernel,
+                        kernels=texts)
+        written = {acc.array for st in self.analysis.access.statements for acc in st.accesses
+                   if acc.write}
+        lines = [line for body in bodies for line in body]
+        can_fail = self._fallible
+        return DeviceModule(
+            source, self.dialect.name, key, tuple(kernels), tuple(arguments), tuple(types),
+            tuple(outputs), tuple(out_fields),
+            tuple(self.positions[a] for a in self.names.arrays if a in written),
+            can_fail, any(_BEYOND_INT64.search(line) for line in lines))
+
+    def _kernels(self, key: str) -> tuple[list[Kernel], list[list[str]]]:
+        bands = self.bands()
+        kernels, bodies = [], []
+        if bands is None:
+            _, epilogue, _ = self.outputs()
+            outputs = [line.replace("asp_out.", "asp_out->") for line in epilogue]
+            kernel, body = self._single_kernel(f"asp_{key[:12]}_0", outputs)
+            return [kernel], [body]
+        for k, (node, band) in enumerate(bands):
+            kernel, body = self._grid_kernel(f"asp_{key[:12]}_{k}", node, band,
+                                             self._axes(band))
+            kernels.append(kernel)
+            bodies.append(body)
+        return kernels, bodies
+
+
+def device_module(dialect: str, analysis, plan, types, signature, title: str) -> DeviceModule:
+    """The device module of ``plan`` for a call signature in ``dialect`` ("opencl", "cuda")."""
+    return DeviceModuleBuilder(DIALECTS[dialect], analysis, plan, types, signature,
+                               title).build()
+
+
+def launch_grid(kernel: Kernel, plan) -> list[tuple[int, int, int]]:
+    """(first value, step, trip count) of each of ``kernel``'s mapped loops for the call whose
+    binding made ``plan``, in the kernel's axis order."""
+    out = []
+    for a in kernel.axes:
+        bound = plan.bound.loops[a.lid]
+        step = bound.step
+        trips = max(0, -(-bound.extent.const // abs(step)))
+        out.append((bound.start.const, step, trips))
+    return out
+

@@ -1,0 +1,194 @@
+"""Device variants of a nest: a ``codegen.device`` module run on OpenCL (pyopencl), on CUDA
+(pycuda), or through the host emulation of CUDA launches (``cuda-emulated``, a checker).
+
+One call:
+
+1. each array the nest reads or writes is copied to the device once, C-contiguous (bool arrays
+   as bytes);
+2. the module's kernels are launched in schedule order; a grid kernel over its mapped loops'
+   trip counts, taken from the call's binding (``launch_grid``), a one-work-item kernel on one;
+3. the error word is read: if a thread failed, nothing is copied back, so the arrays hold what
+   they held before the call, and the call returns ``RUN_ORIGINAL``: the original code runs and
+   raises (or, past 64 bits, computes) exactly as Python does. A forced backend or strict
+   kernel raises ``BeyondInt64`` for a Python int beyond 64 bits instead, as the C variants do;
+4. the arrays the nest writes are copied back into the caller's arrays, and the result record
+   (scalars a one-work-item kernel leaves) read.
+
+The emulation runs the CUDA source compiled for the host (``asp_core.backends.emulation``) on
+host copies of the arrays, with blocks and threads visited one at a time in a seeded random
+order (``ASP_SHUFFLE_SEED``); it tests the device code path (grid mapping, guards, the index
+arithmetic of every thread, independence of the parallel iterations) without a GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .codegen.device import NUMPY_OF_CTYPE, DeviceModule, launch_grid
+from .rewrite import RUN_ORIGINAL
+from .variants import BeyondInt64, NestResults
+
+#: Threads per block of the CUDA launches (x only; the other axes one thread deep).
+CUDA_BLOCK = 128
+
+
+class _Target:
+    """Where a module runs: buffers, launches, reads."""
+
+    def upload(self, array: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
+        raise NotImplementedError
+
+
+class OpenCLTarget(_Target):
+    def __init__(self, module: DeviceModule):
+        from asp_core.backends import opencl
+
+        self._cl = opencl
+        info = opencl.device()
+        if not info.doubles and "double" in module.source:
+            from asp_core.errors import BackendUnavailable
+
+            raise BackendUnavailable(f"the OpenCL device {info.name} has no double precision, "
+                                     "which this nest computes in")
+        self._program = opencl.build_program(module.source)
+        self._kernels = {k.name: opencl.kernel(self._program, k.name) for k in module.kernels}
+
+    def upload(self, array: np.ndarray) -> Any:
+        return self._cl.to_device(array)
+
+    def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
+        return self._cl.from_device(buffer, like)
+
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
+        self._kernels[name](self._cl.queue(), tuple(sizes), None, *args)
+
+
+class EmulatedCudaTarget(_Target):
+    """Host copies stand for device buffers; launches go through the emulation."""
+
+    def __init__(self, module: DeviceModule):
+        from asp_core.backends.emulation import emulate_cuda_module
+
+        import os
+
+        self._module = emulate_cuda_module(module.source, cflags=("-O1",))
+        # A checker: blocks and threads in a seeded random order (``ASP_SHUFFLE_SEED``, as the
+        # shuffled order checker takes it; the emulation's own order is the seed plus one).
+        self._module.set_order_seed(int(os.environ.get("ASP_SHUFFLE_SEED", "0")) + 1)
+
+    def upload(self, array: np.ndarray) -> Any:
+        return np.array(array, order="C", copy=True)
+
+    def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
+        return buffer
+
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
+        grid, block = _cuda_launch(sizes)
+        self._module.get_function(name)(*args, grid=grid, block=block)
+
+
+class CudaTarget(_Target):
+    """A CUDA GPU through pycuda (``asp_core.backends.cuda``)."""
+
+    def __init__(self, module: DeviceModule):
+        from asp_core.backends import cuda
+
+        self._cuda = cuda
+        self._module = cuda.load_cuda_module(module.source)
+
+    def upload(self, array: np.ndarray) -> Any:
+        return self._cuda.to_device(np.ascontiguousarray(array))
+
+    def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
+        return buffer.get()
+
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
+        grid, block = _cuda_launch(sizes)
+        self._module.get_function(name)(*args, grid=grid, block=block)
+
+
+def _cuda_launch(sizes: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    sizes = list(sizes) + [1] * (3 - len(sizes))
+    block = (min(CUDA_BLOCK, sizes[0]), 1, 1)
+    grid = (-(-sizes[0] // block[0]), sizes[1], sizes[2])
+    return grid, block
+
+
+TARGETS: dict[str, Callable[[DeviceModule], _Target]] = {
+    "opencl": OpenCLTarget, "cuda": CudaTarget, "cuda-emulated": EmulatedCudaTarget}
+
+
+class DeviceVariant:
+    """A device module, called with the nest's inputs (see the module). ``plan_of()``: the
+    plan of the current call's binding (its loops' first values, steps and trip counts)."""
+
+    def __init__(self, backend: str, module: DeviceModule, analysis,
+                 plan_of: Callable[[], Any], raise_beyond: bool):
+        self.backend = backend
+        self.module = module
+        self.in_order = False
+        self._target = TARGETS[backend](module)
+        self._plan_of = plan_of
+        self._raise_beyond = raise_beyond
+        self._results = NestResults(analysis, module.outputs)
+        self._out_dtype = module.out_dtype()
+
+    def __call__(self, *inputs: Any) -> Any:
+        module, target = self.module, self._target
+        buffers: dict[int, Any] = {}     # input position -> its buffer
+        by_memory: dict[tuple, Any] = {}  # one buffer per array memory (arguments passed twice)
+        args = []
+        for arg, ctype in zip(module.arguments, module.argument_types):
+            value = inputs[arg.position] if arg.position >= 0 else None
+            if arg.kind == "array":
+                if arg.position not in buffers:
+                    memory = (value.__array_interface__["data"][0], value.shape,
+                              value.strides, value.dtype.str)
+                    if memory not in by_memory:
+                        data = value.view(np.uint8) if value.dtype == np.bool_ and \
+                            ctype == "uint8_t" else value
+                        by_memory[memory] = target.upload(data)
+                    buffers[arg.position] = by_memory[memory]
+                args.append(buffers[arg.position])
+            elif arg.kind == "shape":
+                args.append(np.int64(value.shape[arg.dim]))
+            else:
+                args.append(NUMPY_OF_CTYPE[ctype](value))
+        failed = target.upload(np.zeros(1, np.int32))
+        out = target.upload(np.zeros(1, self._out_dtype))
+        plan = self._plan_of()
+        for kernel in module.kernels:
+            extra: list[Any] = [failed]
+            sizes = [1]
+            if kernel.single:
+                extra.append(out)
+            else:
+                grid = launch_grid(kernel, plan)
+                if any(trips == 0 for _, _, trips in grid):
+                    continue
+                sizes = [trips for _, _, trips in grid]
+                for lo, step, trips in grid:
+                    extra += [np.int64(lo), np.int64(step), np.int64(trips)]
+            target.launch(kernel.name, args + extra, sizes)
+        code = int(target.download(failed, np.zeros(1, np.int32))[0])
+        if code:
+            if code == 5 and self._raise_beyond:
+                raise BeyondInt64("a Python int left the 64-bit range in device code (plain "
+                                  "Python would have computed a larger int); run this kernel "
+                                  "with backend='python' for arbitrary-precision integers")
+            return RUN_ORIGINAL
+        for position in module.written:
+            host = inputs[position]
+            result = target.download(buffers[position], host.view(np.uint8)
+                                     if host.dtype == np.bool_ else host)
+            np.copyto(host, result.view(host.dtype).reshape(host.shape))
+        record = target.download(out, np.zeros(1, self._out_dtype))[0]
+        return self._results(inputs, lambda field: record[field])

@@ -1,0 +1,55 @@
+"""asp_core.backends.opencl: the device, programs, buffers, and a refused program's error,
+run for real on this machine's OpenCL device (PoCL on a CPU); skipped, with the reason, where
+there is none."""
+
+import numpy as np
+import pytest
+
+from asp_core.errors import BackendUnavailable, CompileError
+
+opencl = pytest.importorskip("asp_core.backends.opencl")
+
+
+def _missing():
+    try:
+        opencl.device()
+    except BackendUnavailable as exc:
+        return str(exc)
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=f"no OpenCL here: {_missing()}")
+
+SCALE = """
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+__kernel void scale(__global double *x, double a, long n) {
+    long i = get_global_id(0);
+    if (i < n) x[i] = a * x[i];
+}
+"""
+
+
+def test_the_device_says_what_it_is():
+    info = opencl.device()
+    assert info.name and info.compute_units >= 1 and info.global_memory > 0
+    assert info.kind in ("CPU", "GPU", "ACCELERATOR", "OTHER")
+
+
+def test_a_kernel_runs_on_a_buffer_and_reads_back():
+    x = np.arange(10.0)
+    buf = opencl.to_device(x)
+    kernel = opencl.kernel(opencl.build_program(SCALE), "scale")
+    kernel(opencl.queue(), (16,), None, buf, np.float64(2.5), np.int64(10))
+    assert np.array_equal(opencl.from_device(buf, x), 2.5 * np.arange(10.0))
+    assert np.array_equal(x, np.arange(10.0))   # the host array is a separate copy
+
+
+def test_empty_arrays_travel():
+    empty = np.zeros((0, 3))
+    assert opencl.from_device(opencl.to_device(empty), empty).shape == (0, 3)
+
+
+def test_a_refused_program_raises_compile_error_with_the_log():
+    with pytest.raises(CompileError, match="refused") as caught:
+        opencl.build_program("__kernel void broken(__global double *x) { x[0] = y; }")
+    assert "y" in caught.value.output

@@ -1,0 +1,288 @@
+"""Device variants (``codegen.device``, ``device_variants``) against the original code: OpenCL
+for real on this machine's OpenCL device (PoCL on a CPU), CUDA through the host emulation of
+its launches, and the generated CUDA compiled by nvcc for sm_90. Strict kernels, so that a
+silent fallback cannot pass; a skip names what is absent."""
+
+import copy
+import shutil
+import subprocess
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from benchmarks.selection_worker import CASES, _example
+from specializers.loopnest import LoopKernel
+from specializers.loopnest.checking import load_source
+from specializers.loopnest.checking.random_nests import make_arrays, random_nest
+from specializers.loopnest.codegen.device import device_module
+from specializers.loopnest.variants import BeyondInt64
+
+from .generators import load_kernel, make_typed_arguments, typed_kernels
+from .helpers import close
+
+
+def _opencl_missing() -> str | None:
+    try:
+        from asp_core.backends import opencl
+
+        opencl.device()
+    except Exception as exc:  # BackendUnavailable: no pyopencl, no platform, no device
+        return str(exc)
+    return None
+
+
+OPENCL_MISSING = _opencl_missing()
+needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None,
+                                  reason=f"no OpenCL here: {OPENCL_MISSING}")
+BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
+
+
+def run_strict(cls, backend, args):
+    kernel = cls(backend=backend, strict=True)
+    got = copy.deepcopy(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        result = kernel.kernel(*got)
+    return kernel, got, result
+
+
+# -- the twelve examples ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_examples(case, backend):
+    cls = getattr(_example(case.name), case.cls)
+    args = case.make(case.start * 4)
+    want = copy.deepcopy(args)
+    cls().original_kernel(*want)
+    kernel, got, _ = run_strict(cls, backend, args)
+    assert close(got, want), case.name
+    assert all(n.backend == backend and n.fallback is None for n in kernel.last_call.nests)
+
+
+# -- generated kernels and random affine nests ----------------------------------------------------
+
+COUNT = {"opencl": 0, "cuda-emulated": 0}
+
+
+def outcome(call):
+    try:
+        return ("ok", call())
+    except BeyondInt64:
+        return ("beyond int64", BeyondInt64)
+    except (ArithmeticError, IndexError, ValueError) as exc:
+        return ("error", type(exc))
+
+
+def check_generated(source: str, backend: str) -> None:
+    Kernel, _ = load_kernel(source)
+    args = make_typed_arguments()
+    plain = copy.deepcopy(args)
+    want = outcome(lambda: Kernel().original_kernel(*plain))
+    got_args = copy.deepcopy(args)
+    kernel = Kernel(backend=backend, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = outcome(lambda: kernel.kernel(*got_args))
+    if got[0] == "beyond int64":
+        return  # the stated exception of every compiled backend (test_beyond_int64)
+    assert got[0] == want[0], (got, want, source)
+    if got[0] == "ok":
+        assert close((got[1], got_args), (want[1], plain)), source
+        assert all(n.backend == backend for n in kernel.last_call.nests)
+    else:
+        assert got[1] is want[1], source
+    COUNT[backend] += 1
+
+
+@needs_opencl
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(typed_kernels())
+def test_generated_kernels_in_opencl(source):
+    check_generated(source, "opencl")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(typed_kernels())
+def test_generated_kernels_in_emulated_cuda(source):
+    check_generated(source, "cuda-emulated")
+
+
+def test_at_least_300_each():
+    """The generated kernels ran (not skipped, not all refused) at least 300 times each."""
+    if COUNT["cuda-emulated"] < 300:
+        test_generated_kernels_in_emulated_cuda()
+    assert COUNT["cuda-emulated"] >= 300, COUNT
+    if OPENCL_MISSING is None:
+        if COUNT["opencl"] < 300:
+            test_generated_kernels_in_opencl()
+        assert COUNT["opencl"] >= 300, COUNT
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("wrapped", [False, True], ids=["plain", "wrapped"])
+def test_random_affine_nests(backend, wrapped):
+    """The dependence oracle's random nests (triangular and imperfect ones among them; with
+    ``wrapped``, subscripts spelled with Python's wrap-around)."""
+    for seed in range(40):
+        nest = random_nest(seed, wrapped)
+        Kernel = load_source(nest.source)
+        values = dict(make_arrays(nest), **nest.args)
+        code = Kernel.kernel.__wrapped__.__code__
+        args = [values[p] for p in code.co_varnames[1:code.co_argcount]]
+        plain = copy.deepcopy(args)
+        Kernel().original_kernel(*plain)
+        kernel, got, _ = run_strict(Kernel, backend, args)
+        assert close(got, plain), f"seed {seed}\n{nest.source}"
+
+
+# -- errors leave the arrays as they were, and raise what Python raises ------------------------
+
+class Faulty(LoopKernel):
+    def kernel(self, a, b, k, n):
+        for i in range(n):
+            b[i] = a[i] + 1.0
+        for i in range(n):
+            a[i] = 1.0 / (i - k)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_failing_call_raises_pythons_error_with_pythons_arrays(backend):
+    n = 64
+    want_a, want_b = np.arange(float(n)), np.zeros(n)
+    with pytest.raises(ZeroDivisionError):
+        Faulty().original_kernel(want_a, want_b, 17, n)
+    a, b = np.arange(float(n)), np.zeros(n)
+    kernel = Faulty(backend=backend, strict=True)
+    with pytest.raises(ZeroDivisionError):
+        kernel.kernel(a, b, 17, n)
+    assert np.array_equal(a, want_a) and np.array_equal(b, want_b)
+    a, b = np.arange(float(n)), np.zeros(n)
+    kernel.kernel(a, b, -1, n)   # and the next call, which does not fail, runs on the device
+    assert np.array_equal(a, 1.0 / (np.arange(n) + 1.0))
+    assert kernel.last_call.nests[1].backend == backend
+
+
+class Huge(LoopKernel):
+    def kernel(self, out, m, n):
+        for i in range(n):
+            out[i] = (i * m) * 0.5
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_python_int_beyond_64_bits_raises_when_forced(backend):
+    out = np.zeros(8)
+    with pytest.raises(BeyondInt64):
+        Huge(backend=backend, strict=True).kernel(out, 2**62, 8)
+    assert not out.any()
+
+
+# -- what the kernels look like -------------------------------------------------------------------
+
+def _module(cls, args, dialect="opencl"):
+    kernel = cls(backend="python")
+    kernel.kernel(*copy.deepcopy(args))
+    runner = kernel._asp_current.runners[0]
+    types, _ = runner.signature(runner.last_inputs)
+    from specializers.loopnest.typeinfer import infer_types
+
+    return device_module(dialect, runner.analysis, runner.last_plan,
+                         infer_types(runner.analysis, types), types, "test")
+
+
+class Rows(LoopKernel):
+    def kernel(self, A, B, n, m):
+        for i in range(n):
+            for j in range(m):
+                B[i, j] = A[i, j] * 2.0
+
+
+class Sum(LoopKernel):
+    def kernel(self, x, n):
+        s = 0.0
+        for i in range(n):
+            s += x[i]
+        return s
+
+
+def test_a_parallel_band_maps_onto_the_grid_with_the_last_subscript_on_x():
+    module = _module(Rows, (np.ones((5, 7)), np.zeros((5, 7)), 5, 7))
+    (kernel,) = module.kernels
+    assert [(a.var, a.axis) for a in kernel.axes] == [("j", 0), ("i", 1)]
+    assert "get_global_id(0)" in module.source and "get_global_id(1)" in module.source
+
+
+def test_a_reduction_runs_on_one_work_item_and_returns_its_scalar():
+    module = _module(Sum, (np.arange(10.0), 10))
+    assert [k.single for k in module.kernels] == [True]
+    for backend in ("cuda-emulated",) + (("opencl",) if OPENCL_MISSING is None else ()):
+        x = np.arange(100.0)
+        assert Sum(backend=backend, strict=True).kernel(x, 100) == Sum().original_kernel(x, 100)
+
+
+def test_the_dialects_differ_only_in_their_words():
+    args = (np.ones((5, 7)), np.zeros((5, 7)), 5, 7)
+    cl, cu = _module(Rows, args, "opencl"), _module(Rows, args, "cuda")
+    assert "__kernel void" in cl.source and "__global double *restrict A" in cl.source
+    assert 'extern "C" __global__ void' in cu.source and "blockIdx.x" in cu.source
+    assert [k.axes for k in cl.kernels] == [k.axes for k in cu.kernels]
+
+
+def test_an_unknown_backend_is_refused_when_the_kernel_is_made():
+    with pytest.raises(ValueError, match="unknown backend 'gpu'.*opencl.*cuda"):
+        Rows(backend="gpu")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("name", ["mandelbrot", "black_scholes", "gemver"])
+def test_nvcc_compiles_the_generated_cuda(name, tmp_path):
+    """The CUDA of examples that use the checked Python-int arithmetic, the math module and
+    several nests, compiled for sm_90 (no GPU needed to compile)."""
+    case = next(c for c in CASES if c.name == name)
+    cls = getattr(_example(name), case.cls)
+    args = case.make(case.start * 2)
+    kernel = cls(backend="python")
+    kernel.kernel(*copy.deepcopy(args))
+    from specializers.loopnest.typeinfer import infer_types
+
+    for index, runner in enumerate(kernel._asp_current.runners):
+        types, _ = runner.signature(runner.last_inputs)
+        module = device_module("cuda", runner.analysis, runner.last_plan,
+                               infer_types(runner.analysis, types), types, name)
+        src = tmp_path / f"{name}{index}.cu"
+        src.write_text(module.source)
+        done = subprocess.run(["nvcc", "-arch=sm_90", "--fmad=false", "-diag-suppress", "177",
+                               "-c", "-o", str(tmp_path / "k.o"), str(src)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+
+def test_a_wrongly_parallel_loop_is_caught_by_the_shuffled_emulation(monkeypatch):
+    """The checker itself: mark a carried loop parallel by hand, and the emulated CUDA run,
+    visiting threads in a seeded random order, differs from Python (a grid kernel runs it)."""
+    from specializers.loopnest import pipeline
+    from specializers.loopnest.schedule.tree import SLoop
+
+    class Prefix(LoopKernel):
+        def kernel(self, A, n):
+            for i in range(1, n):
+                A[i] = A[i] + A[i - 1]
+
+    real = pipeline.make_plan
+
+    def wrong_plan(analysis, key):
+        plan = real(analysis, key)
+        (loop,) = plan.schedule.root
+        broken = SLoop(loop.lid, True, loop.body)
+        return pipeline.Plan(plan.bound, plan.graph, plan.schedule.replace(root=(broken,)))
+
+    want = np.arange(1.0, 65.0)
+    Prefix().original_kernel(want, 64)
+    monkeypatch.setattr(pipeline, "make_plan", wrong_plan)
+    got = np.arange(1.0, 65.0)
+    kernel = Prefix(backend="cuda-emulated", strict=True)
+    kernel.kernel(got, 64)
+    assert not np.array_equal(got, want)
+    assert kernel.last_call.nests[0].backend == "cuda-emulated"
