@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from asp_core.errors import SpecializationError
+from specializers.loopnest.variants import BeyondInt64
 
 from .generators import load_kernel
 from .helpers import identical, within_ulps
@@ -140,6 +141,8 @@ def test_operation_matches_python(expr, xt, yt, ot):
     x, y = values(xt), values(yt)
     (plain_kind, plain), (fast_kind, fast) = run(expr, x, y, ot)
     assert fast_kind == plain_kind, (plain, fast)
+    if fast is BeyondInt64 and plain is OverflowError:
+        return  # a Python int past 64 bits, which Python stores nowhere either (test_beyond_int64)
     assert identical(fast, plain), (plain, fast)
 
 
