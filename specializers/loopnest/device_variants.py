@@ -6,7 +6,8 @@ One call:
 1. each array the nest reads or writes is copied to the device once, C-contiguous (bool arrays
    as bytes);
 2. the module's kernels are launched in schedule order; a grid kernel over its mapped loops'
-   trip counts, taken from the call's binding (``launch_grid``), a one-work-item kernel on one;
+   trip counts, taken from the call's binding (``launch_grid``), a one-work-item kernel on one,
+   a reduction over ``min(REDUCTION_LANES, iterations)`` lanes, then its combining kernel;
 3. the error word is read: if a thread failed, nothing is copied back, so the arrays hold what
    they held before the call, and the call returns ``RUN_ORIGINAL``: the original code runs and
    raises (or, past 64 bits, computes) exactly as Python does. A forced backend or strict
@@ -32,6 +33,10 @@ from .variants import BeyondInt64, NestResults
 
 #: Threads per block of the CUDA launches (x only; the other axes one thread deep).
 CUDA_BLOCK = 128
+#: Lanes of a reduction: each reduces every lanes-th iteration of the band; one work item then
+#: combines their results in order (``codegen.device``). A function of the trip count alone,
+#: so that the result does not depend on the device.
+REDUCTION_LANES = 4096
 
 
 class _Target:
@@ -165,6 +170,8 @@ class DeviceVariant:
         failed = target.upload(np.zeros(1, np.int32))
         out = target.upload(np.zeros(1, self._out_dtype))
         plan = self._plan_of()
+        lanes = total = 0
+        partials: list[Any] = []
         for kernel in module.kernels:
             extra: list[Any] = [failed]
             sizes = [1]
@@ -172,11 +179,19 @@ class DeviceVariant:
                 extra.append(out)
             else:
                 grid = launch_grid(kernel, plan)
-                if any(trips == 0 for _, _, trips in grid):
-                    continue
                 sizes = [trips for _, _, trips in grid]
                 for lo, step, trips in grid:
                     extra += [np.int64(lo), np.int64(step), np.int64(trips)]
+                if kernel.reduced:   # lanes, each reducing a share of the band's iterations
+                    total = int(np.prod(sizes, dtype=object))
+                    lanes = min(REDUCTION_LANES, total)
+                    partials = [target.upload(np.zeros(max(lanes, 1), NUMPY_OF_CTYPE[c]))
+                                for _, c in kernel.reduced]
+                    sizes = [lanes]
+                if any(size == 0 for size in sizes):
+                    continue
+            if kernel.reduced:
+                extra += [np.int64(lanes), np.int64(total), *partials]
             target.launch(kernel.name, args + extra, sizes)
         code = int(target.download(failed, np.zeros(1, np.int32))[0])
         if code:

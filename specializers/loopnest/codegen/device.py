@@ -97,11 +97,15 @@ class Axis:
 
 @dataclass(frozen=True)
 class Kernel:
-    """One kernel of a module: its name, and the loops on its grid's axes (none: it runs on
-    one work item, and writes the result record)."""
+    """One kernel of a module: its name, the loops on its grid's axes (none: it runs on one
+    work item, and writes the result record), and the scalars it reduces (``reduced``: C
+    type per scalar), with ``combine`` for the one-work-item kernel that combines the lanes'
+    partial results of the kernel before it."""
 
     name: str
     axes: tuple[Axis, ...]
+    reduced: tuple[tuple[str, str], ...] = ()
+    combine: bool = False
 
     @property
     def single(self) -> bool:
@@ -203,25 +207,97 @@ class DeviceModuleBuilder(CModuleBuilder):
         """Per top-level node, the node and its band of mapped loops (outermost first), or
         None where some node cannot be a grid kernel (then one work item runs it all)."""
         out = []
-        for node in self.plan.schedule.root:
-            if not self._mappable(node):
+        root = self.plan.schedule.root
+        for position, node in enumerate(root):
+            reductions = node.reductions if isinstance(node, SLoop) else ()
+            if not self._mappable(node, reductions) or \
+                    not self._reducible(reductions, root[position + 1:]):
                 return None
             band, current = [self.loops[node.lid]], node
             while len(band) < MAX_AXES and len(current.body) == 1 and \
-                    self._mappable(current.body[0]) and \
+                    self._mappable(current.body[0], reductions) and \
                     not self._depends_on(self.loops[current.body[0].lid], band):
                 current = current.body[0]
                 band.append(self.loops[current.lid])
             out.append((node, tuple(band)))
         return out
 
-    def _mappable(self, node) -> bool:
-        if not isinstance(node, SLoop) or not node.parallel or node.reductions or \
-                node.lastprivate:
+    def _mappable(self, node, reductions=()) -> bool:
+        """A parallel loop a grid may run: no last-iteration scalar, no reduction but those
+        of the band it heads (``reductions``), no predicate, not near the ends of int64."""
+        if not isinstance(node, SLoop) or not node.parallel or node.lastprivate or \
+                not set(node.reductions) <= set(reductions):
             return False
         loop = self.loops[node.lid]
         bound = self.plan.bound.loops[node.lid]
         return not loop.predicate and not bound.wide
+
+    def _reducible(self, reductions, later) -> bool:
+        """Whether the lanes' partial results of ``reductions`` can be combined on the device
+        as Python's operator would (``combination``), and no later top-level node reads the
+        scalars (their value lives on the device until the call ends)."""
+        if not reductions:
+            return True
+        names = {name for name, _ in reductions}
+        if any(name not in self.analysis.required for name in names):
+            return False
+        for node in later:
+            for sid in _sids(node):
+                stmt = self.statements[sid]
+                if any(isinstance(n, d.Var) and n.name in names for n in stmt.walk()):
+                    return False
+        return all(self.combination(name, op) is not None for name, op in reductions)
+
+    def combination(self, name: str, op: str) -> str | None:
+        """C text combining partial result ``asp_p`` into ``s`` (the scalar's C name) as the
+        loop's own statements combine a value into it, or None where that is not one known
+        operator (say, Python's max in one statement and NumPy's in another)."""
+        ident = c_identifier(name)
+        ty = self.types.variables[name]
+        funcs = set()
+        for stmt in self.analysis.statements:
+            if isinstance(stmt.target, d.Var) and stmt.target.name == name and \
+                    isinstance(stmt.value, d.Call):
+                funcs.add(stmt.value.func)
+        if op in ("+", "*"):
+            if funcs:
+                return None
+            if ty.kind == "f":
+                return f"{ident} = {ident} {op} asp_p;"
+            if ty.weak:
+                helper = "asp_add_py" if op == "+" else "asp_mul_py"
+                return f"{ident} = {helper}(asp_err, {ident}, asp_p);"
+            return f"{ident} = {_arith_text(ident, op, 'asp_p', ctype(ty))};"
+        if len(funcs) != 1:
+            return None
+        (func,) = funcs
+        sign = ">" if op == "max" else "<"
+        if func in ("max", "min"):            # Python's: the first argument unless the other wins
+            return f"{ident} = (asp_p {sign} {ident}) ? asp_p : {ident};"
+        if ty.kind != "f":
+            return f"{ident} = (asp_p {sign} {ident}) ? asp_p : {ident};"
+        if func in ("numpy.maximum", "numpy.minimum"):   # NaN propagates
+            return f"{ident} = asp_np_{'maximum' if op == 'max' else 'minimum'}_" \
+                   f"{'f64' if ctype(ty) == 'double' else 'f32'}({ident}, asp_p);"
+        if func in ("numpy.fmax", "numpy.fmin"):         # NaN ignored
+            return f"{ident} = {'fmax' if op == 'max' else 'fmin'}({ident}, asp_p);"
+        return None
+
+    def identity(self, name: str, op: str) -> str:
+        """The value a lane's partial result starts from."""
+        ty = self.types.variables[name]
+        if op == "+":
+            return "0"
+        if op == "*":
+            return "1"
+        if ty.kind == "f":
+            return "(-INFINITY)" if op == "max" else "INFINITY"
+        limits = {"int64_t": ("INT64_MIN", "INT64_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX"),
+                  "int16_t": ("INT16_MIN", "INT16_MAX"), "int8_t": ("INT8_MIN", "INT8_MAX"),
+                  "uint64_t": ("0", "UINT64_MAX"), "uint32_t": ("0", "UINT32_MAX"),
+                  "uint16_t": ("0", "UINT16_MAX"), "uint8_t": ("0", "UINT8_MAX"),
+                  "bool": ("0", "1")}[ctype(ty)]
+        return limits[0] if op == "max" else limits[1]
 
     @staticmethod
     def _depends_on(loop: d.Loop, band) -> bool:
@@ -307,6 +383,10 @@ class DeviceModuleBuilder(CModuleBuilder):
                 var = c_identifier(a.var)
                 extra += [f"int64_t asp_lo_{var}", f"int64_t asp_step_{var}",
                           f"int64_t asp_n_{var}"]
+            if kernel.reduced:
+                extra += ["int64_t asp_lanes", "int64_t asp_total"]
+                extra += [f"{self.dialect.pointer}{c} *asp_part_{c_identifier(s)}"
+                          for s, c in kernel.reduced]
             texts.append((kernel.name, params + extra, body))
         source = render("loopnest/device_module.mako", header=f"{self.dialect.name} variant of "
                         f"{self.title}", dialect=self.dialect.name, key=key,
@@ -332,11 +412,84 @@ class DeviceModuleBuilder(CModuleBuilder):
             kernel, body = self._single_kernel(f"asp_{key[:12]}_0", outputs)
             return [kernel], [body]
         for k, (node, band) in enumerate(bands):
-            kernel, body = self._grid_kernel(f"asp_{key[:12]}_{k}", node, band,
-                                             self._axes(band))
+            name = f"asp_{key[:12]}_{k}"
+            if node.reductions:
+                for kernel, body in self._reduction_kernels(name, node, band):
+                    kernels.append(kernel)
+                    bodies.append(body)
+                continue
+            kernel, body = self._grid_kernel(name, node, band, self._axes(band))
             kernels.append(kernel)
             bodies.append(body)
         return kernels, bodies
+
+    def _reduction_kernels(self, name: str, node: SLoop, band):
+        """A parallel loop that reduces scalars: lanes (one thread each) walk the band's
+        iterations with a stride of the lane count, each reducing into its own partial result
+        from the operator's identity; then one work item combines the partial results, in lane
+        order, into the scalars' values before the loop (the lane count depends on the trip
+        count alone, so the result does not depend on the device's grid)."""
+        reduced = tuple((s, ctype(self.types.variables[s])) for s, _ in node.reductions)
+        emitter = DeviceEmitter(self)
+        emitter.depth = 1
+        innermost = node
+        for _ in band[1:]:
+            innermost = innermost.body[0]
+        self._walk(innermost.body, emitter)
+        lines = [f"const int64_t asp_lane = {self.dialect.global_index(0)};",
+                 "if (asp_lane >= asp_lanes) return;",
+                 "asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
+        lines += self.prologue()
+        lines += [f"{c_identifier(s)} = {self.identity(s, op)};" for s, op in node.reductions]
+        lines.append("for (int64_t asp_f = asp_lane; asp_f < asp_total; asp_f += asp_lanes) {")
+        lines.append("    int64_t asp_r = asp_f;")
+        for loop in reversed(band):
+            var = c_identifier(loop.var)
+            if loop is band[0]:
+                lines.append(f"    const int64_t asp_g_{var} = asp_r;")
+            else:
+                lines.append(f"    const int64_t asp_g_{var} = asp_r % asp_n_{var};")
+                lines.append(f"    asp_r /= asp_n_{var};")
+        for loop in band:
+            var = c_identifier(loop.var)
+            lines.append(f"    const int64_t {var} = asp_lo_{var} + asp_g_{var} * "
+                         f"asp_step_{var};")
+        lines += emitter.lines
+        lines.append("}")
+        lines += [f"asp_part_{c_identifier(s)}[asp_lane] = {c_identifier(s)};" for s, _ in reduced]
+        lines.append("if (asp_e.code) *asp_failed = asp_e.code;")
+        axes = tuple(Axis(loop.lid, k, loop.var) for k, loop in enumerate(band))
+        first = (Kernel(name, axes, reduced), lines)
+        live = {o.name for o in self.outputs()[2]}
+        combine = [f"if ({self.dialect.global_index(0)} != 0) return;",
+                   "asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
+        for s, op in node.reductions:
+            ident = c_identifier(s)
+            combine += [f"{ctype(self.types.variables[s])} {ident} = asp_in_{ident};",
+                        "for (int64_t asp_k = 0; asp_k < asp_lanes; asp_k++) {",
+                        f"    const {ctype(self.types.variables[s])} asp_p = "
+                        f"asp_part_{ident}[asp_k];",
+                        f"    {self.combination(s, op)}", "}"]
+            if s in live:
+                combine += [f"asp_out->v_{ident} = {ident};",
+                            f"asp_out->w_{ident} = asp_total > 0;"]
+        combine.append("if (asp_e.code) *asp_failed = asp_e.code;")
+        second = (Kernel(name + "_combine", (), reduced, combine=True), combine)
+        return [first, second]
+
+
+
+def _sids(node) -> list[int]:
+    if isinstance(node, SStmt):
+        return [node.sid]
+    return [sid for child in node.body for sid in _sids(child)]
+
+
+def _arith_text(a: str, op: str, b: str, c_type: str) -> str:
+    """NumPy's wrapping arithmetic between two values of a C integer type."""
+    unsigned = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t",
+                "int8_t": "uint8_t"}.get(c_type, c_type)
+    return f"({c_type})(({unsigned})({a}) {op} ({unsigned})({b}))"
 
 
 def device_module(dialect: str, analysis, plan, types, signature, title: str) -> DeviceModule:

@@ -214,12 +214,56 @@ def test_a_parallel_band_maps_onto_the_grid_with_the_last_subscript_on_x():
     assert "get_global_id(0)" in module.source and "get_global_id(1)" in module.source
 
 
-def test_a_reduction_runs_on_one_work_item_and_returns_its_scalar():
+def test_a_reduction_runs_on_lanes_then_one_combining_work_item():
     module = _module(Sum, (np.arange(10.0), 10))
-    assert [k.single for k in module.kernels] == [True]
-    for backend in ("cuda-emulated",) + (("opencl",) if OPENCL_MISSING is None else ()):
-        x = np.arange(100.0)
-        assert Sum(backend=backend, strict=True).kernel(x, 100) == Sum().original_kernel(x, 100)
+    assert [(bool(k.axes), k.reduced, k.combine) for k in module.kernels] == \
+        [(True, (("s", "double"),), False), (False, (("s", "double"),), True)]
+
+
+REDUCTIONS = {
+    "float sum": ("s = 0.5", "s += x[i] * y[j]"),
+    "float difference": ("s = 100.0", "s -= x[i] - y[j]"),
+    "float product": ("s = 1.0", "s *= 1.0 + x[i] * y[j] * 1e-3"),
+    "Python int sum": ("s = 3", "s += i * j - 7"),
+    "Python int product (checked)": ("s = 1", "s = s * (1 - 2 * ((i + j) % 2))"),
+    "NumPy int sum (wraps)": ("s = k[0]", "s = s + k[i] * k[j]"),
+    "Python max": ("s = -5.0", "s = max(s, x[i] - y[j])"),
+    "Python min": ("s = 5.0", "s = min(s, x[i] * y[j])"),
+    "NumPy maximum (NaN spreads)": ("s = 0.0", "s = np.maximum(s, z[i] + y[j])"),
+    "NumPy fmin (NaN ignored)": ("s = 0.0", "s = np.fmin(s, z[i] - y[j])"),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+@pytest.mark.parametrize("n,m", [(0, 3), (1, 1), (7, 5), (150, 90)])
+def test_reductions_over_a_band(name, n, m, backend):
+    """Reductions of every operator family over a 2-deep band, at sizes from none to more
+    iterations than lanes (the lanes' partial results combined in order on the device)."""
+    init, update = REDUCTIONS[name]
+    Kernel = load_source(
+        "import numpy as np\n"
+        "from specializers.loopnest import LoopKernel\n"
+        "class Kernel(LoopKernel):\n"
+        "    def kernel(self, x, y, z, k, n, m):\n"
+        f"        {init}\n"
+        "        for i in range(n):\n"
+        "            for j in range(m):\n"
+        f"                {update}\n"
+        "        return s\n")
+    rng = np.random.default_rng(n * 1000 + m)
+    z = rng.normal(size=max(n, 1))
+    z[::5] = np.nan
+    args = (rng.normal(size=max(n, 1)), rng.normal(size=max(m, 1)), z,
+            rng.integers(-2**62, 2**62, size=max(n, m, 1)), n, m)
+    want = Kernel().original_kernel(*copy.deepcopy(args))
+    kernel, _, got = run_strict(Kernel, backend, args)
+    assert type(got) is type(want), (got, want)
+    if isinstance(want, float):
+        assert (np.isnan(got) and np.isnan(want)) or got == pytest.approx(want, rel=1e-9)
+    else:
+        assert got == want
+    assert kernel.last_call.nests[0].backend == backend
 
 
 def test_the_dialects_differ_only_in_their_words():
