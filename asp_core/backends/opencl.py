@@ -140,6 +140,12 @@ def kernel(program: Any, name: str) -> Any:
     return _cl().Kernel(program, name)
 
 
+def enqueue(kernel: Any, global_size: tuple[int, ...]) -> None:
+    """Launch ``kernel`` (its arguments set) over ``global_size`` work items, the work-group
+    size left to the implementation."""
+    _cl().enqueue_nd_range_kernel(queue(), kernel, global_size, None)
+
+
 def to_device(array: np.ndarray) -> Any:
     """A device buffer holding a copy of ``array`` (any layout: copied C-contiguous)."""
     cl = _cl()

@@ -5,9 +5,11 @@ One call:
 
 1. each array the nest reads or writes is copied to the device once, C-contiguous (bool arrays
    as bytes);
-2. the module's kernels are launched in schedule order; a grid kernel over its mapped loops'
-   trip counts, taken from the call's binding (``launch_grid``), a one-work-item kernel on one,
-   a reduction over ``min(REDUCTION_LANES, iterations)`` lanes, then its combining kernel;
+2. the module's kernels are launched in schedule order, all on one queue, nothing waited for
+   in between: a grid kernel over its mapped loops' trip counts, taken from the call's binding
+   (``launch_grid``); a one-work-item kernel on one; a reduction over
+   ``min(REDUCTION_LANES, iterations)`` lanes, then its combining kernel; the kernels of a host
+   loop once per iteration of it, in order, with its variable (and their grids at it);
 3. the error word is read: if a thread failed, nothing is copied back, so the arrays hold what
    they held before the call, and the call returns ``RUN_ORIGINAL``: the original code runs and
    raises (or, past 64 bits, computes) exactly as Python does. A forced backend or strict
@@ -23,11 +25,12 @@ arithmetic of every thread, independence of the parallel iterations) without a G
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .codegen.device import NUMPY_OF_CTYPE, DeviceModule, launch_grid
+from .codegen.device import NUMPY_OF_CTYPE, DeviceModule, host_loop_range, launch_grid
 from .rewrite import RUN_ORIGINAL
 from .variants import BeyondInt64, NestResults
 
@@ -65,6 +68,8 @@ class OpenCLTarget(_Target):
                                      "which this nest computes in")
         self._program = opencl.build_program(module.source)
         self._kernels = {k.name: opencl.kernel(self._program, k.name) for k in module.kernels}
+        self._last: dict[str, list] = {}   # each kernel's arguments at its last launch
+        self._lock = threading.Lock()
 
     def upload(self, array: np.ndarray) -> Any:
         return self._cl.to_device(array)
@@ -73,7 +78,21 @@ class OpenCLTarget(_Target):
         return self._cl.from_device(buffer, like)
 
     def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
-        self._kernels[name](self._cl.queue(), tuple(sizes), None, *args)
+        # Only the arguments that changed since this kernel's last launch are set again:
+        # pyopencl's Kernel.__call__ sets all of them, 125 us for 17 arguments on PoCL here,
+        # against 18 us for one set_arg and the enqueue (a host loop's launches).
+        kernel = self._kernels[name]
+        with self._lock:   # a kernel's arguments are state: one launch sets them at a time
+            last = self._last.get(name)
+            if last is None or len(last) != len(args):
+                kernel.set_args(*args)
+            else:
+                for index, (old, new) in enumerate(zip(last, args)):
+                    if old is not new and not (type(old) is type(new) and
+                                               isinstance(new, np.generic) and old == new):
+                        kernel.set_arg(index, new)
+            self._last[name] = list(args)
+            self._cl.enqueue(kernel, tuple(sizes))
 
 
 class EmulatedCudaTarget(_Target):
@@ -145,6 +164,45 @@ class DeviceVariant:
         self._raise_beyond = raise_beyond
         self._results = NestResults(analysis, module.outputs)
         self._out_dtype = module.out_dtype()
+        # consecutive kernels run by one host loop form a group; every other kernel its own
+        self._groups: list[list[Any]] = []
+        for kernel in module.kernels:
+            if self._groups and kernel.host_loop is not None and \
+                    self._groups[-1][0].host_loop == kernel.host_loop:
+                self._groups[-1].append(kernel)
+            else:
+                self._groups.append([kernel])
+
+    def _launch(self, kernel, plan, args: list, failed, out, lanes: int, total: int,
+                partials: list, t: dict[int, int] | None = None, value: int = 0
+                ) -> tuple[int, int, list]:
+        """Launch one kernel; ``t`` and ``value``: the iteration and variable of the host loop
+        around it. A reduction's lanes return the partial results that its combining kernel,
+        launched next, is given."""
+        target = self._target
+        extra: list[Any] = [failed]
+        sizes = [1]
+        if kernel.single:
+            extra.append(out)
+        else:
+            grid = launch_grid(kernel, plan, t)
+            sizes = [trips for _, _, trips in grid]
+            for lo, step, trips in grid:
+                extra += [np.int64(lo), np.int64(step), np.int64(trips)]
+            if kernel.reduced:   # lanes, each reducing a share of the band's iterations
+                total = int(np.prod(sizes, dtype=object))
+                lanes = min(REDUCTION_LANES, total)
+                partials = [target.upload(np.zeros(max(lanes, 1), NUMPY_OF_CTYPE[c]))
+                            for _, c in kernel.reduced]
+                sizes = [lanes]
+            if any(size == 0 for size in sizes):
+                return lanes, total, partials
+        if kernel.host_loop is not None:
+            extra.append(np.int64(value))
+        if kernel.reduced:
+            extra += [np.int64(lanes), np.int64(total), *partials]
+        target.launch(kernel.name, args + extra, sizes)
+        return lanes, total, partials
 
     def __call__(self, *inputs: Any) -> Any:
         module, target = self.module, self._target
@@ -172,27 +230,17 @@ class DeviceVariant:
         plan = self._plan_of()
         lanes = total = 0
         partials: list[Any] = []
-        for kernel in module.kernels:
-            extra: list[Any] = [failed]
-            sizes = [1]
-            if kernel.single:
-                extra.append(out)
-            else:
-                grid = launch_grid(kernel, plan)
-                sizes = [trips for _, _, trips in grid]
-                for lo, step, trips in grid:
-                    extra += [np.int64(lo), np.int64(step), np.int64(trips)]
-                if kernel.reduced:   # lanes, each reducing a share of the band's iterations
-                    total = int(np.prod(sizes, dtype=object))
-                    lanes = min(REDUCTION_LANES, total)
-                    partials = [target.upload(np.zeros(max(lanes, 1), NUMPY_OF_CTYPE[c]))
-                                for _, c in kernel.reduced]
-                    sizes = [lanes]
-                if any(size == 0 for size in sizes):
-                    continue
-            if kernel.reduced:
-                extra += [np.int64(lanes), np.int64(total), *partials]
-            target.launch(kernel.name, args + extra, sizes)
+        for group in self._groups:
+            host = group[0].host_loop
+            if host is None:
+                for kernel in group:
+                    lanes, total, partials = self._launch(kernel, plan, args, failed, out,
+                                                          lanes, total, partials)
+                continue
+            for t, value in enumerate(host_loop_range(group[0], plan)):
+                for kernel in group:   # launched in order on one queue; nothing waited for
+                    self._launch(kernel, plan, args, failed, out, 0, 0, [], {host.lid: t},
+                                 value)
         code = int(target.download(failed, np.zeros(1, np.int32))[0])
         if code:
             if code == 5 and self._raise_beyond:

@@ -20,10 +20,18 @@ Kernels, in schedule order:
   Each thread runs the rest of the body: sequential loops and further parallel loops inside
   run in the thread, as in serial C. The host computes each mapped loop's first value, step
   and trip count from the call's binding; threads past the trip count return at once.
-* **One work item.** Any other schedule (reductions, scalars carried between top-level nodes,
-  sequential loops around parallel ones) runs as one kernel on one work item: the serial C
-  code on the device, always correct, never fast, so that every nest has a device variant to
-  test. The cost model prices it as what it is.
+* **Reductions.** A parallel top-level loop that reduces scalars runs on lanes, each reducing
+  its share of the band's iterations; one work item then combines the lanes' results
+  (``_reduction_kernels``).
+* **Host loops.** A sequential top-level loop whose body is parallel loops only (a time loop
+  around sweeps, LU's ``k`` around its updates) is run by the host: its kernels are launched
+  once per iteration, in order on one queue, with the loop's variable as an argument and the
+  inner grids computed from the binding at that iteration; nothing is copied and nothing
+  waited for between iterations.
+* **One work item.** Any other schedule (scalars carried between top-level nodes, statements
+  of a sequential loop's own) runs as one kernel on one work item: the serial C code on the
+  device, always correct, never fast, so that every nest has a device variant to test. The
+  cost model prices it as what it is.
 
 Errors: each thread records its first error in its own ``asp_error`` and skips every array
 write after it (``on_error = "guard"``); at its end a failing thread stores its error code in
@@ -106,6 +114,9 @@ class Kernel:
     axes: tuple[Axis, ...]
     reduced: tuple[tuple[str, str], ...] = ()
     combine: bool = False
+    #: the sequential top-level loop the host runs this kernel in, once per iteration (its
+    #: variable passed as an argument), or None
+    host_loop: Axis | None = None
 
     @property
     def single(self) -> bool:
@@ -203,24 +214,41 @@ class DeviceModuleBuilder(CModuleBuilder):
 
     # -- kernels ---------------------------------------------------------------------------------
 
-    def bands(self) -> list[tuple[SLoop, tuple[d.Loop, ...]]] | None:
-        """Per top-level node, the node and its band of mapped loops (outermost first), or
-        None where some node cannot be a grid kernel (then one work item runs it all)."""
+    def bands(self) -> list[tuple[SLoop, tuple[d.Loop, ...], SLoop | None]] | None:
+        """Per grid kernel: its top-level node (or a node in the body of a host loop), its
+        band of mapped loops (outermost first) and the host loop around it (or None); None
+        where some node can be neither (then one work item runs it all)."""
         out = []
         root = self.plan.schedule.root
         for position, node in enumerate(root):
+            if self._host_loop(node):
+                for inner in node.body:
+                    out.append((inner, self._band(inner, ()), node))
+                continue
             reductions = node.reductions if isinstance(node, SLoop) else ()
             if not self._mappable(node, reductions) or \
                     not self._reducible(reductions, root[position + 1:]):
                 return None
-            band, current = [self.loops[node.lid]], node
-            while len(band) < MAX_AXES and len(current.body) == 1 and \
-                    self._mappable(current.body[0], reductions) and \
-                    not self._depends_on(self.loops[current.body[0].lid], band):
-                current = current.body[0]
-                band.append(self.loops[current.lid])
-            out.append((node, tuple(band)))
+            out.append((node, self._band(node, reductions), None))
         return out
+
+    def _band(self, node: SLoop, reductions) -> tuple[d.Loop, ...]:
+        band, current = [self.loops[node.lid]], node
+        while len(band) < MAX_AXES and len(current.body) == 1 and \
+                self._mappable(current.body[0], reductions) and \
+                not self._depends_on(self.loops[current.body[0].lid], band):
+            current = current.body[0]
+            band.append(self.loops[current.lid])
+        return tuple(band)
+
+    def _host_loop(self, node) -> bool:
+        """A sequential top-level loop the host can drive: its body is parallel loops only
+        (no statement of its own, no reduction, no last-iteration scalar), each a grid
+        kernel launched once per iteration with the loop's variable as an argument."""
+        if not isinstance(node, SLoop) or node.parallel or node.reductions or \
+                self.loops[node.lid].predicate or self.plan.bound.loops[node.lid].wide:
+            return False
+        return bool(node.body) and all(self._mappable(inner) for inner in node.body)
 
     def _mappable(self, node, reductions=()) -> bool:
         """A parallel loop a grid may run: no last-iteration scalar, no reduction but those
@@ -383,6 +411,8 @@ class DeviceModuleBuilder(CModuleBuilder):
                 var = c_identifier(a.var)
                 extra += [f"int64_t asp_lo_{var}", f"int64_t asp_step_{var}",
                           f"int64_t asp_n_{var}"]
+            if kernel.host_loop is not None:
+                extra.append(f"int64_t {c_identifier(kernel.host_loop.var)}")
             if kernel.reduced:
                 extra += ["int64_t asp_lanes", "int64_t asp_total"]
                 extra += [f"{self.dialect.pointer}{c} *asp_part_{c_identifier(s)}"
@@ -411,7 +441,7 @@ class DeviceModuleBuilder(CModuleBuilder):
             outputs = [line.replace("asp_out.", "asp_out->") for line in epilogue]
             kernel, body = self._single_kernel(f"asp_{key[:12]}_0", outputs)
             return [kernel], [body]
-        for k, (node, band) in enumerate(bands):
+        for k, (node, band, host) in enumerate(bands):
             name = f"asp_{key[:12]}_{k}"
             if node.reductions:
                 for kernel, body in self._reduction_kernels(name, node, band):
@@ -419,6 +449,9 @@ class DeviceModuleBuilder(CModuleBuilder):
                     bodies.append(body)
                 continue
             kernel, body = self._grid_kernel(name, node, band, self._axes(band))
+            if host is not None:
+                loop = self.loops[host.lid]
+                kernel = Kernel(kernel.name, kernel.axes, host_loop=Axis(host.lid, -1, loop.var))
             kernels.append(kernel)
             bodies.append(body)
         return kernels, bodies
@@ -498,14 +531,27 @@ def device_module(dialect: str, analysis, plan, types, signature, title: str) ->
                                title).build()
 
 
-def launch_grid(kernel: Kernel, plan) -> list[tuple[int, int, int]]:
+def launch_grid(kernel: Kernel, plan, t: dict[int, int] | None = None
+                ) -> list[tuple[int, int, int]]:
     """(first value, step, trip count) of each of ``kernel``'s mapped loops for the call whose
-    binding made ``plan``, in the kernel's axis order."""
+    binding made ``plan``, in the kernel's axis order; ``t``: the iteration (counted from 0)
+    of the host loop around it, on which its bounds may depend (triangular nests)."""
     out = []
     for a in kernel.axes:
         bound = plan.bound.loops[a.lid]
         step = bound.step
-        trips = max(0, -(-bound.extent.const // abs(step)))
-        out.append((bound.start.const, step, trips))
+        start, extent = _at(bound.start, t), _at(bound.extent, t)
+        out.append((start, step, max(0, -(-extent // abs(step)))))
     return out
+
+
+def host_loop_range(kernel: Kernel, plan) -> range:
+    """The values of ``kernel``'s host loop variable, and so its iterations, for the call."""
+    bound = plan.bound.loops[kernel.host_loop.lid]
+    trips = max(0, -(-bound.extent.const // abs(bound.step)))
+    return range(bound.start.const, bound.start.const + trips * bound.step, bound.step)
+
+
+def _at(form, t: dict[int, int] | None) -> int:
+    return form.const + sum(coeff * (t or {})[lid] for lid, coeff in form.coeffs)
 

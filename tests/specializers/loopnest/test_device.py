@@ -330,3 +330,49 @@ def test_a_wrongly_parallel_loop_is_caught_by_the_shuffled_emulation(monkeypatch
     kernel.kernel(got, 64)
     assert not np.array_equal(got, want)
     assert kernel.last_call.nests[0].backend == "cuda-emulated"
+
+
+class LU(LoopKernel):
+    def kernel(self, A, n):
+        for k in range(n):
+            for i in range(k + 1, n):
+                A[i, k] = A[i, k] / A[k, k]
+            for i in range(k + 1, n):
+                for j in range(k + 1, n):
+                    A[i, j] = A[i, j] - A[i, k] * A[k, j]
+
+
+class Heat(LoopKernel):
+    def kernel(self, u, v, steps, n):
+        for t in range(steps):
+            for i in range(1, n - 1):
+                v[i] = u[i] + 0.25 * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+            for i in range(1, n - 1):
+                u[i] = v[i]
+
+
+def test_sequential_loops_around_parallel_ones_are_driven_by_the_host():
+    """LU's k loop (the inner grids shrink with k) and a time loop around two sweeps: their
+    kernels run once per iteration of the host loop, each a grid."""
+    a = np.eye(4) + 1.0
+    lu = _module(LU, (a, 4))
+    assert [(k.host_loop.var, [x.var for x in k.axes]) for k in lu.kernels] == \
+        [("k", ["i"]), ("k", ["j", "i"])]
+    heat = _module(Heat, (np.ones(8), np.ones(8), 2, 8))
+    assert [k.host_loop.var for k in heat.kernels] == ["t", "t"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [0, 1, 2, 33])
+def test_host_loops_match_python(backend, n):
+    rng = np.random.default_rng(n)
+    a = rng.random((max(n, 1), max(n, 1))) + n * np.eye(max(n, 1))
+    want = a.copy()
+    LU().original_kernel(want, n)
+    kernel, (got, _), _ = run_strict(LU, backend, (a, n))
+    assert np.allclose(got, want, rtol=1e-12, atol=0)
+    u = rng.random(max(n, 3))
+    want_u, want_v = u.copy(), u.copy()
+    Heat().original_kernel(want_u, want_v, 7, len(u))
+    _, (got_u, got_v, _, _), _ = run_strict(Heat, backend, (u.copy(), u.copy(), 7, len(u)))
+    assert np.array_equal(got_u, want_u) and np.array_equal(got_v, want_v)
