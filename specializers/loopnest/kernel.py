@@ -132,6 +132,10 @@ class LoopKernel:
         if backend is not None and backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; the backends: "
                              f"{', '.join(BACKENDS)}")
+        forced = config_module.current().backend
+        if backend is None and forced is not None and forced not in BACKENDS:
+            raise ValueError(f"unknown backend {forced!r} in ASP_BACKEND; the backends: "
+                             f"{', '.join(BACKENDS)}")
         if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int, not {num_threads!r}")
         self._asp_backend = backend

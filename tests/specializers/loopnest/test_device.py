@@ -274,9 +274,35 @@ def test_the_dialects_differ_only_in_their_words():
     assert [k.axes for k in cl.kernels] == [k.axes for k in cu.kernels]
 
 
-def test_an_unknown_backend_is_refused_when_the_kernel_is_made():
+def test_an_unknown_backend_is_refused_when_the_kernel_is_made(monkeypatch):
     with pytest.raises(ValueError, match="unknown backend 'gpu'.*opencl.*cuda"):
         Rows(backend="gpu")
+    monkeypatch.setenv("ASP_BACKEND", "vulkan")
+    with pytest.raises(ValueError, match="'vulkan' in ASP_BACKEND.*opencl"):
+        Rows()
+    monkeypatch.setenv("ASP_BACKEND", "opencl")
+    Rows()   # a known one is fine, whether or not this machine has it
+
+
+def test_a_backend_this_machine_lacks_falls_back_with_the_reason():
+    """pycuda is not installed here: a forced CUDA runs as Python with a warning saying why,
+    and a strict one raises."""
+    try:
+        import pycuda  # noqa: F401
+        pytest.skip("pycuda is installed here")
+    except ImportError:
+        pass
+    from asp_core.errors import SpecializationError
+    from asp_core.specializer import FallbackWarning, clear_warnings
+
+    args = (np.ones((5, 7)), np.zeros((5, 7)), 5, 7)
+    clear_warnings()
+    with pytest.warns(FallbackWarning, match="pycuda is not installed"):
+        kernel = Rows(backend="cuda")
+        kernel.kernel(*copy.deepcopy(args))
+    assert kernel.last_call.nests[0].backend == "python"
+    with pytest.raises(SpecializationError, match="pycuda"):
+        Rows(backend="cuda", strict=True).kernel(*copy.deepcopy(args))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
