@@ -103,6 +103,12 @@ def empty_on_device(shape, dtype):
     return gpuarray.empty(shape, dtype)
 
 
+def device_memory(device: int = 0) -> int:
+    """Bytes of memory of ``device``."""
+    cuda_context(device)
+    return _driver().Device(device).total_memory()
+
+
 def synchronize() -> None:
     cuda_context()
     _driver().Context.synchronize()

@@ -126,7 +126,7 @@ class CudaTarget(_Target):
         from asp_core.backends import cuda
 
         self._cuda = cuda
-        self._module = cuda.load_cuda_module(module.source)
+        self._module = cuda.load_cuda_module(module.source, options=("--fmad=false",))
 
     def upload(self, array: np.ndarray) -> Any:
         return self._cuda.to_device(np.ascontiguousarray(array))
@@ -144,6 +144,19 @@ def _cuda_launch(sizes: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int,
     block = (min(CUDA_BLOCK, sizes[0]), 1, 1)
     grid = (-(-sizes[0] // block[0]), sizes[1], sizes[2])
     return grid, block
+
+
+def device_memory(backend: str) -> int | None:
+    """Bytes of memory of the device ``backend`` runs on (None: the host's, emulated)."""
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        return opencl.device().global_memory
+    if backend == "cuda":
+        from asp_core.backends import cuda
+
+        return cuda.device_memory()
+    return None
 
 
 TARGETS: dict[str, Callable[[DeviceModule], _Target]] = {

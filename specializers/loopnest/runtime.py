@@ -17,6 +17,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
+import numpy as np
+
 from asp_core import config as config_module
 from asp_core import forking
 from asp_core.errors import BackendUnavailable, UnsupportedArgument
@@ -273,6 +275,7 @@ class NestRunner(Specializer):
         from .typeinfer import infer_types
 
         check_arrays(self.analysis, signature, plan.bound)
+        self._fits_device(backend, plan, signature)
         types = infer_types(self.analysis, signature)
         memo = (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature)
         run = self._executors.get(memo)
@@ -287,6 +290,22 @@ class NestRunner(Specializer):
             self.dump(f"nest{analysis.index}.{backend}.{suffix}", module.source)
             self._dump_plan(plan)
         return Variant(backend, _recording(self, run, plan), run.module.key)
+
+    def _fits_device(self, backend: str, plan, signature) -> None:
+        """Refuse (``BackendUnavailable``: the next variant runs, the reason is said) a call
+        whose arrays would not fit the device's memory."""
+        from .device_variants import REDUCTION_LANES, device_memory
+
+        memory = device_memory(backend)
+        if memory is None:
+            return
+        needed = REDUCTION_LANES * 8 * len(self.analysis.names.scalars)
+        for name, shape in zip(self.analysis.names.arrays, plan.bound.key.shapes):
+            sig = signature[self.analysis.names.inputs.index(name)]
+            needed += int(np.prod(shape, dtype=np.int64)) * sig.dtype.itemsize
+        if needed > memory:
+            raise BackendUnavailable(f"the call's arrays need {needed / 2**20:.1f} MiB on the "
+                                     f"{backend} device, which holds {memory / 2**20:.1f} MiB")
 
     def _memo(self, backend: str, plan, signature, threads: int | None) -> tuple:
         """What a compiled executor depends on (its key among the nest's executors, which

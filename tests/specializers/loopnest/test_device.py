@@ -33,10 +33,24 @@ def _opencl_missing() -> str | None:
     return None
 
 
+def _cuda_missing() -> str | None:
+    try:
+        from asp_core.backends import cuda
+
+        cuda.cuda_context()
+    except Exception as exc:  # BackendUnavailable: no pycuda, no driver, no device
+        return str(exc)
+    return None
+
+
 OPENCL_MISSING = _opencl_missing()
 needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None,
                                   reason=f"no OpenCL here: {OPENCL_MISSING}")
-BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
+CUDA_MISSING = _cuda_missing()
+needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(CUDA_MISSING is not None,
+                                                 reason=f"no CUDA GPU here: {CUDA_MISSING}")]
+BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated",
+            pytest.param("cuda", marks=needs_gpu)]
 
 
 def run_strict(cls, backend, args):
@@ -402,3 +416,26 @@ def test_host_loops_match_python(backend, n):
     Heat().original_kernel(want_u, want_v, 7, len(u))
     _, (got_u, got_v, _, _), _ = run_strict(Heat, backend, (u.copy(), u.copy(), 7, len(u)))
     assert np.array_equal(got_u, want_u) and np.array_equal(got_v, want_v)
+
+
+@needs_opencl
+def test_a_call_too_big_for_the_device_runs_elsewhere_with_the_reason(monkeypatch):
+    """Device memory as this test sets it: 1 KiB. The forced OpenCL run falls back (and says
+    the sizes); a strict one raises."""
+    import dataclasses
+
+    from asp_core.backends import opencl
+    from asp_core.errors import SpecializationError
+    from asp_core.specializer import FallbackWarning, clear_warnings
+
+    small = dataclasses.replace(opencl.device(), global_memory=1024)
+    monkeypatch.setattr(opencl, "device", lambda: small)
+    args = (np.ones((50, 70)), np.zeros((50, 70)), 50, 70)
+    clear_warnings()
+    with pytest.warns(FallbackWarning, match=r"MiB on the opencl device, which holds 0\.0 MiB"):
+        kernel = Rows(backend="opencl")
+        got = copy.deepcopy(args)
+        kernel.kernel(*got)
+    assert np.array_equal(got[1], 2.0 * args[0])
+    with pytest.raises(SpecializationError, match="need"):
+        Rows(backend="opencl", strict=True).kernel(*copy.deepcopy(args))
