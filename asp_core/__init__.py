@@ -5,13 +5,14 @@ Modules, each with one job:
 * ``frontend``: a Python function -> its AST (positions in the user's file) and free variables
 * ``dast``: the frozen node base for domain ASTs; ``visitors``: visitors and transformers
 * ``templates``: the Mako template lookup; ``cache``: stable keys and the on-disk cache
-* ``backends``: C (codepy + cffi), nvcc, CUDA (pycuda), host emulation of CUDA launches
+* ``backends``: C (codepy + cffi), nvcc, CUDA (pycuda), host emulation of CUDA launches,
+  OpenCL (pyopencl)
 * ``signature``: argument signatures; ``config``: settings from the environment
 * ``platform``: cores, CPU identity, compilers, OpenMP, GPUs; ``specializer``: dispatch and
   fallback; ``dumps``: writing ``ASP_DUMP_DIR`` safely; ``lru``: bounded in-memory caches;
   ``forking``: OpenMP and ``fork()``; ``openmp_runtime``: the OpenMP wait policy;
   ``selection``: variant choice by predicted cost, corrected online; ``calibration``: stored
-  machine parameters
+  machine parameters; ``pysource``: small generated Python functions, without a template
 
 Importing the package does no work: nothing is compiled, probed or read until used.
 """
