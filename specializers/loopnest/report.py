@@ -111,6 +111,34 @@ def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=(), runn
     return "\n".join(lines)
 
 
+def device_text(runner, backend: str) -> list[str]:
+    """How a device variant ran the last call: its kernels, their grids and host loops."""
+    from .runtime import DEVICE
+
+    if backend not in DEVICE:
+        return []
+    found = [run for run in runner._executors.values()
+             if getattr(run, "backend", None) == backend and hasattr(run, "module")]
+    if not found:
+        return []
+    out = [f"  {backend} kernels:"]
+    for kernel in found[-1].module.kernels:
+        if kernel.combine:
+            shape = "one work item combining the lanes' partial results of " + \
+                ", ".join(name for name, _ in kernel.reduced)
+        elif kernel.reduced:
+            shape = "lanes over " + ", ".join(a.var for a in kernel.axes) + \
+                " reducing " + ", ".join(name for name, _ in kernel.reduced)
+        elif kernel.single:
+            shape = "one work item (the whole nest, serially)"
+        else:
+            shape = "grid " + ", ".join(f"{'xyz'[a.axis]}={a.var}" for a in kernel.axes)
+        if kernel.host_loop is not None:
+            shape += f", launched by the host once per iteration of {kernel.host_loop.var}"
+        out.append(f"    {kernel.name}: {shape}")
+    return out
+
+
 def choice_text(runner) -> list[str]:
     """The cost model's view of the last call: every candidate's predicted time (corrected by
     what was measured) with its main terms, what was measured so far, the choice and why."""
@@ -120,7 +148,8 @@ def choice_text(runner) -> list[str]:
     decision = runner.last_decision
     if decision is None or runner.last_estimate is None:
         reason = "forced" if runner.backend else "not chosen by the cost model"
-        return [f"  variant: {reason} ({runner.last_call.backend if runner.last_call else '-'})"]
+        ran = runner.last_call.backend if runner.last_call else "-"
+        return [f"  variant: {reason} ({ran})"] + device_text(runner, ran)
     out = [f"  variants (cost model; machine parameters: {status()}):"]
     selector = runner.selector
     for e in decision.estimates:

@@ -439,3 +439,12 @@ def test_a_call_too_big_for_the_device_runs_elsewhere_with_the_reason(monkeypatc
     assert np.array_equal(got[1], 2.0 * args[0])
     with pytest.raises(SpecializationError, match="need"):
         Rows(backend="opencl", strict=True).kernel(*copy.deepcopy(args))
+
+
+def test_explain_shows_the_kernels():
+    text = str(LU(backend="cuda-emulated", strict=True).explain(np.eye(5) + 1.0, 5))
+    assert "cuda-emulated kernels:" in text
+    assert "grid x=i, launched by the host once per iteration of k" in text
+    assert "grid x=j, y=i, launched by the host once per iteration of k" in text
+    text = str(Sum(backend="cuda-emulated", strict=True).explain(np.arange(9.0), 9))
+    assert "lanes over i reducing s" in text and "combining the lanes' partial results" in text
