@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,7 +128,10 @@ def build_program(source: str, options: tuple[str, ...] = IEEE_OPTIONS) -> Any:
     cache_dir = current().cache_dir
     folder = str(cache_dir / "pyopencl") if cache_dir else None
     try:
-        with _LOCK:
+        with _LOCK, warnings.catch_warnings():
+            # The device compiler's warnings about generated code (``x && 1``) are not the
+            # user's to read: pyopencl's CompilerWarning is silenced here.
+            warnings.simplefilter("ignore", cl.CompilerWarning)
             return cl.Program(context(), source).build(options=list(options),
                                                        cache_dir=folder)
     except cl.Error as exc:
