@@ -24,6 +24,8 @@ import threading
 from typing import Any
 
 from asp_core import config as config_module
+from asp_core.errors import AspError, SpecializationError
+from asp_core.specializer import warn_once
 
 from . import coldstart, pipeline
 from .coldstart import ColdStart
@@ -174,6 +176,10 @@ class LoopKernel:
         copies = copy.deepcopy((args, kwargs))
         self.kernel(*copies[0], **copies[1])
         state = self._asp_current
+        if state is COLD:  # the kernel could not be read (``_Unreadable``)
+            unreadable = _CLASSES.get(_original_of(type(self)))
+            return Report(f"kernel {type(self).__qualname__}.kernel: "
+                          f"{getattr(unreadable, 'reason', 'ran as its original code')}")
         plans = [runner.last_plan for runner in state.runners]
         return Report(explain_text(state.kernel_class.analysis, state.record(), plans,
                                    state.runners))
@@ -201,13 +207,36 @@ _CLASSES: dict[Any, _KernelClass] = {}
 SETTLE_EVERY = 8
 
 
-def _kernel_class(func) -> _KernelClass:
+class _Unreadable:
+    """A kernel method the specializer cannot read at all (its source is not available: defined
+    at the interactive prompt, through ``python -c``, ``exec`` or stdin): every call runs the
+    original code, with a warning saying why (``strict=True`` raises)."""
+
+    def __init__(self, func, error: AspError):
+        self.error = error
+        self.reason = f"running plain Python: {error}"
+        self.name = func.__qualname__
+
+    def run(self, owner: "LoopKernel", original, args: tuple, kwargs: dict) -> Any:
+        if owner._asp_strict:
+            raise SpecializationError(f"{self.name}: {self.error.message}",
+                                      self.error.location) from self.error
+        warn_once(self.name, self.reason)
+        owner._asp_current = COLD
+        return original(owner, *args, **kwargs)
+
+
+def _kernel_class(func) -> _KernelClass | _Unreadable:
     found = _CLASSES.get(func)
     if found is None:
         with LoopKernel._asp_lock:
             found = _CLASSES.get(func)
             if found is None:
-                found = _CLASSES[func] = _KernelClass(func)
+                try:
+                    found = _KernelClass(func)
+                except AspError as exc:  # no source to read: the original code runs
+                    found = _Unreadable(func, exc)
+                _CLASSES[func] = found
                 coldstart.analysed()
     return found
 
@@ -245,6 +274,9 @@ def _dispatching_kernel(original):
                 self._asp_current = COLD
                 return cold.run(original, self, args, kwargs)
             _COLD.pop(original, None)
+        kernel_class = _kernel_class(original)
+        if type(kernel_class) is _Unreadable:
+            return kernel_class.run(self, original, args, kwargs)
         state = self._asp_begin(original)
         settled = state.settled
         if settled is not None:

@@ -6,6 +6,7 @@ with the method run as written (the oracle).
 
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,3 +235,63 @@ class SuperUser(Gemm):
 def test_kernels_calling_super_and_inheritance():
     A, B, C = rng.random((3, 3)), rng.random((3, 3)), rng.random((3, 3))
     assert_same_as_python(SuperUser(backend="python", strict=True), 1.0, C, A, B)
+
+
+def test_a_kernel_whose_source_is_unavailable_runs_as_python_with_the_reason(tmp_path):
+    """Defined through ``exec`` (as at the interactive prompt or with ``python -c``): no
+    source to read. Calls run the original code with a warning saying why, whatever their
+    size and backend; strict raises; explain() says so; never an internal error."""
+    import subprocess
+    import sys
+
+    script = (
+        "import warnings, numpy as np\n"
+        "from specializers.loopnest import LoopKernel\n"
+        "from asp_core.errors import SpecializationError\n"
+        "src = '''\n"
+        "class K(LoopKernel):\n"
+        "    def kernel(self, a, n):\n"
+        "        for i in range(n):\n"
+        "            a[i] = a[i] * 2.0\n"
+        "'''\n"
+        "exec(src)\n"
+        "a = np.ones(10)\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    K().kernel(a, 10)\n"
+        "    K(backend='c').kernel(a, 10)\n"
+        "    K().kernel(np.ones(10**6), 10**6)\n"
+        "assert (a == 4.0).all(), a\n"
+        "messages = [str(w.message) for w in caught]\n"
+        "assert messages and all('source of K.kernel is not available' in m for m in messages)\n"
+        "try:\n"
+        "    K(backend='c', strict=True).kernel(a, 10)\n"
+        "    raise AssertionError('strict did not raise')\n"
+        "except SpecializationError as exc:\n"
+        "    assert 'not available' in str(exc)\n"
+        "assert 'not available' in str(K().explain(a, 10))\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=str(Path(__file__).resolve().parents[3]))
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_kernel_defined_in_a_notebook_cell_specializes():
+    """IPython keeps each cell's source in ``linecache`` under the cell's name: a kernel
+    defined there is read from it, and runs compiled."""
+    import linecache
+
+    name = "<ipython-input-7-asp-test>"
+    source = ("import numpy as np\n"
+              "from specializers.loopnest import LoopKernel\n"
+              "class Cell(LoopKernel):\n"
+              "    def kernel(self, a, n):\n"
+              "        for i in range(n):\n"
+              "            a[i] = a[i] + i\n")
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    namespace: dict = {}
+    exec(compile(source, name, "exec"), namespace)
+    a = np.zeros(8)
+    kernel = namespace["Cell"](backend="c", strict=True)
+    kernel.kernel(a, 8)
+    assert np.array_equal(a, np.arange(8.0)) and kernel.last_call.nests[0].backend == "c"
