@@ -150,6 +150,65 @@ def enqueue(kernel: Any, global_size: tuple[int, ...]) -> None:
     _cl().enqueue_nd_range_kernel(queue(), kernel, global_size, None)
 
 
+_HOST_LOOP_CDEF = ("int32_t asp_opencl_host_loop(void *, void *, void *, int64_t, int64_t, "
+                   "int64_t, int32_t, void **, const int32_t *, const int32_t *, "
+                   "const int32_t *, const int64_t *);")
+_OPENCL_CDEF = ("int32_t clSetKernelArg(void *, uint32_t, size_t, const void *);\n"
+                "int32_t clEnqueueNDRangeKernel(void *, void *, uint32_t, const size_t *, "
+                "const size_t *, const size_t *, uint32_t, const void *, void *);")
+
+
+@functools.lru_cache(maxsize=1)
+def _host_loop() -> tuple[Any, int, int] | None:
+    """The compiled host loop (``templates/asp_core/opencl_host_loop.c.mako``) and the
+    addresses of the two OpenCL entry points it calls, or None where the process's OpenCL
+    library cannot be opened by name."""
+    import ctypes.util
+
+    import cffi
+
+    from ..templates import render
+    from .c import compile_c
+
+    library = ctypes.util.find_library("OpenCL")
+    if library is None:
+        return None
+    ffi = cffi.FFI()
+    ffi.cdef(_OPENCL_CDEF)
+    try:
+        lib = ffi.dlopen(library)
+    except OSError:
+        return None
+    addresses = [int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+                 for name in ("clSetKernelArg", "clEnqueueNDRangeKernel")]
+    module = compile_c(render("asp_core/opencl_host_loop.c.mako"), _HOST_LOOP_CDEF,
+                       name="opencl_host_loop")
+    _host_loop.keep = lib   # the library stays open while its addresses are used
+    return module, addresses[0], addresses[1]
+
+
+def host_loop_available() -> bool:
+    return _host_loop() is not None
+
+
+def host_loop(kernels: list, trips: int, first: int, step: int, naxes: list[int],
+              base: list[int], host: list[int], forms: list[int]) -> None:
+    """Run a sequential loop of launches in compiled code (see the template): per iteration,
+    each kernel's grid arguments (first value, step, trip count per axis, from the affine
+    ``forms`` of the iteration) and loop variable set, and the kernel enqueued. The kernels'
+    other arguments must be set already. ``RuntimeError`` with OpenCL's code if a call fails."""
+    module, set_arg, enqueue = _host_loop()
+    ffi = module.ffi
+    handles = ffi.new("void *[]", [ffi.cast("void *", k.int_ptr) for k in kernels])
+    code = module.function("asp_opencl_host_loop")(
+        ffi.cast("void *", set_arg), ffi.cast("void *", enqueue),
+        ffi.cast("void *", queue().int_ptr), trips, first, step, len(kernels), handles,
+        ffi.new("int32_t[]", naxes), ffi.new("int32_t[]", base), ffi.new("int32_t[]", host),
+        ffi.new("int64_t[]", forms or [0]))
+    if code:
+        raise RuntimeError(f"an OpenCL launch of the host loop failed with error {code}")
+
+
 def to_device(array: np.ndarray) -> Any:
     """A device buffer holding a copy of ``array`` (any layout: copied C-contiguous)."""
     cl = _cl()

@@ -9,7 +9,8 @@ One call:
    in between: a grid kernel over its mapped loops' trip counts, taken from the call's binding
    (``launch_grid``); a one-work-item kernel on one; a reduction over
    ``min(REDUCTION_LANES, iterations)`` lanes, then its combining kernel; the kernels of a host
-   loop once per iteration of it, in order, with its variable (and their grids at it);
+   loop once per iteration of it, in order, with its variable (and their grids at it): for
+   OpenCL by a loop in compiled code (``opencl.host_loop``), with no Python between launches;
 3. the error word is read: if a thread failed, nothing is copied back, so the arrays hold what
    they held before the call, and the call returns ``RUN_ORIGINAL``: the original code runs and
    raises (or, past 64 bits, computes) exactly as Python does. A forced backend or strict
@@ -93,6 +94,35 @@ class OpenCLTarget(_Target):
                         kernel.set_arg(index, new)
             self._last[name] = list(args)
             self._cl.enqueue(kernel, tuple(sizes))
+
+
+    def host_loop(self, group: list, plan, args: list, failed: Any, host, values: range
+                  ) -> bool:
+        """Run a host loop's launches in compiled code (``opencl.host_loop``): False where it
+        cannot (no OpenCL library to call by name, bounds that depend on more than the host
+        loop), and the caller launches from Python instead."""
+        if not self._cl.host_loop_available():
+            return False
+        naxes, base, hosts, forms = [], [], [], []
+        for kernel in group:
+            naxes.append(len(kernel.axes))
+            base.append(len(args) + 1)
+            hosts.append(len(args) + 1 + 3 * len(kernel.axes))
+            for a in kernel.axes:
+                bound = plan.bound.loops[a.lid]
+                start, extent = dict(bound.start.coeffs), dict(bound.extent.coeffs)
+                if set(start) - {host.lid} or set(extent) - {host.lid}:
+                    return False
+                forms += [bound.start.const, start.get(host.lid, 0), bound.extent.const,
+                          extent.get(host.lid, 0), bound.step]
+        with self._lock:
+            for kernel in group:   # the arguments the loop does not change, set once
+                k = self._kernels[kernel.name]
+                k.set_args(*args, failed, *([np.int64(0)] * (3 * len(kernel.axes) + 1)))
+                self._last.pop(kernel.name, None)
+            self._cl.host_loop([self._kernels[k.name] for k in group], len(values),
+                               values.start, values.step, naxes, base, hosts, forms)
+        return True
 
 
 class EmulatedCudaTarget(_Target):
@@ -250,7 +280,11 @@ class DeviceVariant:
                     lanes, total, partials = self._launch(kernel, plan, args, failed, out,
                                                           lanes, total, partials)
                 continue
-            for t, value in enumerate(host_loop_range(group[0], plan)):
+            values = host_loop_range(group[0], plan)
+            if hasattr(target, "host_loop") and \
+                    target.host_loop(group, plan, args, failed, host, values):
+                continue
+            for t, value in enumerate(values):
                 for kernel in group:   # launched in order on one queue; nothing waited for
                     self._launch(kernel, plan, args, failed, out, 0, 0, [], {host.lid: t},
                                  value)

@@ -53,3 +53,28 @@ def test_a_refused_program_raises_compile_error_with_the_log():
     with pytest.raises(CompileError, match="refused") as caught:
         opencl.build_program("__kernel void broken(__global double *x) { x[0] = y; }")
     assert "y" in caught.value.output
+
+
+ADD = """
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+__kernel void add(__global double *x, long lo, long step, long n, long t) {
+    long i = get_global_id(0);
+    if (i < n) x[lo + i * step] += (double)t;
+}
+"""
+
+
+@pytest.mark.skipif(not opencl.host_loop_available(), reason="no OpenCL library to open")
+def test_a_host_loop_in_compiled_code():
+    """t = 3, 5, 7: the kernel over i in range(t, 10) adds t to x[i] (a triangular grid whose
+    first value and extent depend on the iteration)."""
+    x = np.zeros(10)
+    buf = opencl.to_device(x)
+    kernel = opencl.kernel(opencl.build_program(ADD), "add")
+    kernel.set_args(buf, np.int64(0), np.int64(0), np.int64(0), np.int64(0))
+    # axis: first value 3 + 2t, extent 7 - 2t (t counted from 0), step 1
+    opencl.host_loop([kernel], 3, 3, 2, [1], [1], [4], [3, 2, 7, -2, 1])
+    want = np.zeros(10)
+    for t in (3, 5, 7):
+        want[t:] += t
+    assert np.array_equal(opencl.from_device(buf, x), want)

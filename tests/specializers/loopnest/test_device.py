@@ -449,3 +449,24 @@ def test_explain_shows_the_kernels():
     assert "grid x=j, y=i, launched by the host once per iteration of k" in text
     text = str(Sum(backend="cuda-emulated", strict=True).explain(np.arange(9.0), 9))
     assert "lanes over i reducing s" in text and "combining the lanes' partial results" in text
+
+
+@needs_opencl
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled loop", "python loop"])
+def test_opencl_host_loops_with_and_without_the_compiled_loop(compiled, monkeypatch):
+    """The host loop runs in compiled code where the OpenCL library can be opened by name,
+    else from Python: the same results either way."""
+    from asp_core.backends import opencl
+
+    calls = []
+    real = opencl.host_loop
+    monkeypatch.setattr(opencl, "host_loop", lambda *a: calls.append(1) or real(*a))
+    if not compiled:
+        monkeypatch.setattr(opencl, "host_loop_available", lambda: False)
+    rng = np.random.default_rng(3)
+    a = rng.random((40, 40)) + 40 * np.eye(40)
+    want = a.copy()
+    LU().original_kernel(want, 40)
+    _, (got, _), _ = run_strict(LU, "opencl", (a, 40))
+    assert np.allclose(got, want, rtol=1e-12, atol=0)
+    assert bool(calls) == (compiled and opencl.host_loop_available())
