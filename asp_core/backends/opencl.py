@@ -112,10 +112,11 @@ def queue():
 
 
 #: Build options for Python's meaning of float32 arithmetic: division and square root
-#: correctly rounded, as IEEE 754 and NumPy have them (OpenCL allows 2.5 ulp by default).
+#: correctly rounded, as IEEE 754 and NumPy have them (OpenCL allows 2.5 ulp by default); and
+#: no warnings (PoCL's compiler prints them on the process's stderr: "1 warning generated").
 #: (Sources ask for no contraction into fused multiply-adds with ``#pragma OPENCL FP_CONTRACT
 #: OFF``; PoCL refuses options it does not know, such as ``-fwrapv``.)
-IEEE_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt",)
+IEEE_OPTIONS = ("-cl-fp32-correctly-rounded-divide-sqrt", "-w")
 
 
 @functools.lru_cache(maxsize=256)
