@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from asp_core.selection import _s
 from benchmarks.selection_worker import CASES, _example
 
 #: The size each example runs at (its ``n``): OpenMP takes about 1 to 50 ms there.
@@ -130,14 +131,6 @@ def occupancy(registers: int) -> float:
     warps = SM90["registers"] // max(per_warp, 1)
     blocks = min(SM90["blocks"], warps // warps_per_block)
     return min(SM90["warps"], blocks * warps_per_block) / SM90["warps"]
-
-
-def _s(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} us"
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -46,12 +46,12 @@ def _loopnest_finals():
     return finals_function(a.nest, a.names.inputs, ("i",)).__asp_source__
 
 
-def _loopnest_c_module(backend="c"):
+def _sample_call():
+    """(runner, call types, inferred types) of ``sample_kernel`` after one call."""
     import numpy as np
 
     from specializers.loopnest import LoopKernel
     from specializers.loopnest.typeinfer import infer_types
-    from specializers.loopnest.variants import generate
 
     class Sample(LoopKernel):
         kernel = sample_kernel
@@ -61,27 +61,22 @@ def _loopnest_c_module(backend="c"):
     kernel.kernel(np.arange(4.0), np.zeros(4), 4)
     runner = kernel._asp_current.runners[0]
     types, _ = runner.signature(runner.last_inputs)
-    return generate(backend, runner.analysis, runner.last_plan,
-                    infer_types(runner.analysis, types), types, "sample")
+    return runner, types, infer_types(runner.analysis, types)
+
+
+def _loopnest_c_module(backend="c"):
+    from specializers.loopnest.variants import generate
+
+    runner, types, inferred = _sample_call()
+    return generate(backend, runner.analysis, runner.last_plan, inferred, types, "sample")
 
 
 def _loopnest_device_module():
-    import numpy as np
-
-    from specializers.loopnest import LoopKernel
     from specializers.loopnest.codegen.device import device_module
-    from specializers.loopnest.typeinfer import infer_types
 
-    class Sample(LoopKernel):
-        kernel = sample_kernel
-
-    kernel = Sample(backend="python")
-    kernel.cut = 0.5
-    kernel.kernel(np.arange(4.0), np.zeros(4), 4)
-    runner = kernel._asp_current.runners[0]
-    types, _ = runner.signature(runner.last_inputs)
-    return device_module("cuda", runner.analysis, runner.last_plan,
-                         infer_types(runner.analysis, types), types, "sample").source
+    runner, types, inferred = _sample_call()
+    return device_module("cuda", runner.analysis, runner.last_plan, inferred, types,
+                         "sample").source
 
 
 def _calibration_kernels():

@@ -95,6 +95,17 @@ class CModule:
     beyond_int64: bool = False
 
 
+def c_order_accessor(ident: str, ndim: int) -> str:
+    """``ASP_AT_<ident>(i0, ...)``: an element of a C-contiguous array, by its extents."""
+    indices = [f"i{k}" for k in range(ndim)]
+    if ndim == 0:
+        return f"#define ASP_AT_{ident}() ({ident}[0])"
+    flat = indices[0]
+    for k in range(1, ndim):
+        flat = f"({flat}) * {ident}_n{k} + ({indices[k]})"
+    return f"#define ASP_AT_{ident}({', '.join(indices)}) ({ident}[{flat}])"
+
+
 class CModuleBuilder:
     """Builds the C module of one plan for one call signature."""
 
@@ -151,16 +162,10 @@ class CModuleBuilder:
         sig = self.array_sig(name)
         ident = c_identifier(name)
         indices = [f"i{k}" for k in range(sig.ndim)]
-        if sig.ndim == 0:
-            return f"#define ASP_AT_{ident}() ({ident}[0])"
-        if sig.layout == "C":
-            flat = indices[0]
-            for k in range(1, sig.ndim):
-                flat = f"({flat}) * {ident}_n{k} + ({indices[k]})"
-            body = f"({ident}[{flat}])"
-        else:
-            offset = " + ".join(f"({i}) * {ident}_s{k}" for k, i in enumerate(indices))
-            body = f"(*({ctype(self.types.arrays[name])} *)((char *){ident} + {offset}))"
+        if sig.ndim == 0 or sig.layout == "C":
+            return c_order_accessor(ident, sig.ndim)
+        offset = " + ".join(f"({i}) * {ident}_s{k}" for k, i in enumerate(indices))
+        body = f"(*({ctype(self.types.arrays[name])} *)((char *){ident} + {offset}))"
         return f"#define ASP_AT_{ident}({', '.join(indices)}) {body}"
 
     def _access(self, ref: d.ArrayRef, write: bool) -> BoundAccess:

@@ -56,7 +56,7 @@ from asp_core.templates import render
 
 from .. import dast as d
 from ..schedule.tree import Schedule, SLoop, SStmt
-from .c import _BEYOND_INT64, Argument, CEmitter, CModuleBuilder, Output
+from .c import _BEYOND_INT64, Argument, CEmitter, CModuleBuilder, Output, c_order_accessor
 from .cexpr import c_identifier, ctype
 from .walker import walk
 
@@ -169,15 +169,7 @@ class DeviceModuleBuilder(CModuleBuilder):
     # -- arrays: C-contiguous copies, in the device's address space ------------------------------
 
     def accessor(self, name: str) -> str:
-        sig = self.array_sig(name)
-        ident = c_identifier(name)
-        indices = [f"i{k}" for k in range(sig.ndim)]
-        if sig.ndim == 0:
-            return f"#define ASP_AT_{ident}() ({ident}[0])"
-        flat = indices[0]
-        for k in range(1, sig.ndim):
-            flat = f"({flat}) * {ident}_n{k} + ({indices[k]})"
-        return f"#define ASP_AT_{ident}({', '.join(indices)}) ({ident}[{flat}])"
+        return c_order_accessor(c_identifier(name), self.array_sig(name).ndim)
 
     def element_ctype(self, name: str) -> str:
         ty = ctype(self.types.arrays[name])

@@ -88,3 +88,63 @@ def compiled_modules(kernel) -> list:
             if module is not None:
                 found.append(module)
     return found
+
+
+def _outcome(call):
+    from specializers.loopnest.variants import BeyondInt64
+
+    try:
+        return ("ok", call())
+    except BeyondInt64:
+        return ("beyond int64", BeyondInt64)
+    except (ArithmeticError, IndexError, ValueError) as exc:
+        return ("error", type(exc))
+
+
+def check_generated(source: str, backend: str) -> bool:
+    """Run a generated kernel (``generators.typed_kernels``) forced to ``backend``, strict,
+    against its original code: the same outcome (the result up to reordered reductions, or the
+    same exception), every nest on ``backend`` with nothing rejected. False where Python's
+    ints grew past 64 bits, which a compiled backend refuses with ``BeyondInt64`` (the stated
+    exception: ``test_beyond_int64``), True where the outcomes were compared."""
+    import warnings
+
+    from .generators import load_kernel, make_typed_arguments
+
+    Kernel, _ = load_kernel(source)
+    args = make_typed_arguments()
+    plain_args = copy.deepcopy(args)
+    want = _outcome(lambda: Kernel().original_kernel(*plain_args))
+    kernel = Kernel(backend=backend, strict=True)
+    got_args = copy.deepcopy(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = _outcome(lambda: kernel.kernel(*got_args))
+    if got[0] == "beyond int64":
+        return False
+    assert got[0] == want[0], (got, want, source)
+    if got[0] == "ok":
+        assert close((got[1], got_args), (want[1], plain_args)), source
+        assert all(n.backend == backend and n.fallback is None for n in kernel.last_call.nests)
+        for runner in kernel._asp_current.runners:
+            assert runner.last_plan is None or runner.last_plan.rejected == ()
+    else:
+        assert got[1] is want[1], source
+    return True
+
+
+def mark_root_loop_parallel(monkeypatch) -> None:
+    """A deliberately wrong schedule, to test the checkers themselves: the (single) top-level
+    loop of every plan is marked parallel, whatever it carries."""
+    from specializers.loopnest import pipeline
+    from specializers.loopnest.schedule.tree import SLoop
+
+    real = pipeline.make_plan
+
+    def wrong_plan(analysis, key):
+        plan = real(analysis, key)
+        (loop,) = plan.schedule.root
+        broken = SLoop(loop.lid, True, loop.body)
+        return pipeline.Plan(plan.bound, plan.graph, plan.schedule.replace(root=(broken,)))
+
+    monkeypatch.setattr(pipeline, "make_plan", wrong_plan)

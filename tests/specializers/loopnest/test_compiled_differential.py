@@ -7,52 +7,21 @@ forced compiled backend raises ``BeyondInt64`` there, whatever Python does with 
 next (the default choice reruns such a call as Python: ``test_beyond_int64``)."""
 
 import copy
-import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from specializers.loopnest.checking import load_source
 from specializers.loopnest.checking.random_nests import make_arrays, random_nest
-from specializers.loopnest.pipeline import analyse_kernel
-from specializers.loopnest.variants import BeyondInt64
 
-from .generators import load_kernel, make_typed_arguments, typed_kernels
-from .helpers import close
+from .generators import typed_kernels
+from .helpers import check_generated, close
 
 COUNT = {"c": 0, "openmp": 0}
 
 
-def outcome(call):
-    try:
-        return ("ok", call())
-    except BeyondInt64:
-        return ("beyond int64", BeyondInt64)
-    except (ArithmeticError, IndexError, ValueError) as exc:
-        return ("error", type(exc))
-
-
 def check(source: str, backend: str) -> None:
-    Kernel, _ = load_kernel(source)
-    args = make_typed_arguments()
-    plain_args = copy.deepcopy(args)
-    want = outcome(lambda: Kernel().original_kernel(*plain_args))
-    kernel = Kernel(backend=backend, strict=True)
-    got_args = copy.deepcopy(args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        got = outcome(lambda: kernel.kernel(*got_args))
-    if got[0] == "beyond int64":
-        return  # Python's ints grew past 64 bits: the stated exception (see the module)
-    assert got[0] == want[0], (got, want, source)
-    if got[0] == "ok":
-        assert close((got[1], got_args), (want[1], plain_args)), source
-        assert all(n.backend == backend and n.fallback is None for n in kernel.last_call.nests)
-        for runner in kernel._asp_current.runners:
-            assert runner.last_plan is None or runner.last_plan.rejected == ()
-    else:
-        assert got[1] is want[1], source
-    COUNT[backend] += 1
+    COUNT[backend] += check_generated(source, backend)
 
 
 @settings(max_examples=520, deadline=None, suppress_health_check=[HealthCheck.too_slow])

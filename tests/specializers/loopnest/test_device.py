@@ -19,8 +19,8 @@ from specializers.loopnest.checking.random_nests import make_arrays, random_nest
 from specializers.loopnest.codegen.device import device_module
 from specializers.loopnest.variants import BeyondInt64
 
-from .generators import load_kernel, make_typed_arguments, typed_kernels
-from .helpers import close
+from .generators import typed_kernels
+from .helpers import check_generated, close, mark_root_loop_parallel
 
 
 def _opencl_missing() -> str | None:
@@ -81,47 +81,21 @@ def test_examples(case, backend):
 COUNT = {"opencl": 0, "cuda-emulated": 0}
 
 
-def outcome(call):
-    try:
-        return ("ok", call())
-    except BeyondInt64:
-        return ("beyond int64", BeyondInt64)
-    except (ArithmeticError, IndexError, ValueError) as exc:
-        return ("error", type(exc))
-
-
-def check_generated(source: str, backend: str) -> None:
-    Kernel, _ = load_kernel(source)
-    args = make_typed_arguments()
-    plain = copy.deepcopy(args)
-    want = outcome(lambda: Kernel().original_kernel(*plain))
-    got_args = copy.deepcopy(args)
-    kernel = Kernel(backend=backend, strict=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        got = outcome(lambda: kernel.kernel(*got_args))
-    if got[0] == "beyond int64":
-        return  # the stated exception of every compiled backend (test_beyond_int64)
-    assert got[0] == want[0], (got, want, source)
-    if got[0] == "ok":
-        assert close((got[1], got_args), (want[1], plain)), source
-        assert all(n.backend == backend for n in kernel.last_call.nests)
-    else:
-        assert got[1] is want[1], source
-    COUNT[backend] += 1
+def check(source: str, backend: str) -> None:
+    COUNT[backend] += check_generated(source, backend)
 
 
 @needs_opencl
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(typed_kernels())
 def test_generated_kernels_in_opencl(source):
-    check_generated(source, "opencl")
+    check(source, "opencl")
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(typed_kernels())
 def test_generated_kernels_in_emulated_cuda(source):
-    check_generated(source, "cuda-emulated")
+    check(source, "cuda-emulated")
 
 
 def test_at_least_300_each():
@@ -347,25 +321,14 @@ def test_nvcc_compiles_the_generated_cuda(name, tmp_path):
 def test_a_wrongly_parallel_loop_is_caught_by_the_shuffled_emulation(monkeypatch):
     """The checker itself: mark a carried loop parallel by hand, and the emulated CUDA run,
     visiting threads in a seeded random order, differs from Python (a grid kernel runs it)."""
-    from specializers.loopnest import pipeline
-    from specializers.loopnest.schedule.tree import SLoop
-
     class Prefix(LoopKernel):
         def kernel(self, A, n):
             for i in range(1, n):
                 A[i] = A[i] + A[i - 1]
 
-    real = pipeline.make_plan
-
-    def wrong_plan(analysis, key):
-        plan = real(analysis, key)
-        (loop,) = plan.schedule.root
-        broken = SLoop(loop.lid, True, loop.body)
-        return pipeline.Plan(plan.bound, plan.graph, plan.schedule.replace(root=(broken,)))
-
     want = np.arange(1.0, 65.0)
     Prefix().original_kernel(want, 64)
-    monkeypatch.setattr(pipeline, "make_plan", wrong_plan)
+    mark_root_loop_parallel(monkeypatch)
     got = np.arange(1.0, 65.0)
     kernel = Prefix(backend="cuda-emulated", strict=True)
     kernel.kernel(got, 64)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from . import test_kernel as tk
-from .helpers import assert_any_order_same_as_python
+from .helpers import assert_any_order_same_as_python, mark_root_loop_parallel
 
 rng = np.random.default_rng(11)
 
@@ -57,23 +57,12 @@ def test_with_init_kernel_in_any_parallel_order():
 
 def test_the_checker_catches_a_wrong_parallel_loop(monkeypatch):
     """Sanity of the checker itself: mark a carried loop parallel by hand and it fails."""
-    from specializers.loopnest.schedule.tree import SLoop
-    from specializers.loopnest import pipeline
-
     class Prefix(tk.LoopKernel):
         def kernel(self, A, n):
             for i in range(1, n):
                 A[i] = A[i] + A[i - 1]
 
-    real = pipeline.make_plan
-
-    def wrong_plan(analysis, key):
-        plan = real(analysis, key)
-        (loop,) = plan.schedule.root
-        broken = SLoop(loop.lid, True, loop.body)
-        return pipeline.Plan(plan.bound, plan.graph, plan.schedule.replace(root=(broken,)))
-
-    monkeypatch.setattr(pipeline, "make_plan", wrong_plan)
+    mark_root_loop_parallel(monkeypatch)
     with pytest.raises(AssertionError):
         assert_any_order_same_as_python(lambda order: Prefix(backend=order, strict=True),
                                         np.arange(1.0, 9.0), 8)
