@@ -160,7 +160,7 @@ _OPENCL_CDEF = ("int32_t clSetKernelArg(void *, uint32_t, size_t, const void *);
 
 
 @functools.lru_cache(maxsize=1)
-def _host_loop() -> tuple[Any, int, int] | None:
+def _host_loop() -> tuple[Any, int, int, Any] | None:
     """The compiled host loop (``templates/asp_core/opencl_host_loop.c.mako``) and the
     addresses of the two OpenCL entry points it calls, or None where the process's OpenCL
     library cannot be opened by name."""
@@ -184,8 +184,7 @@ def _host_loop() -> tuple[Any, int, int] | None:
                  for name in ("clSetKernelArg", "clEnqueueNDRangeKernel")]
     module = compile_c(render("asp_core/opencl_host_loop.c.mako"), _HOST_LOOP_CDEF,
                        name="opencl_host_loop")
-    _host_loop.keep = lib   # the library stays open while its addresses are used
-    return module, addresses[0], addresses[1]
+    return module, addresses[0], addresses[1], lib   # (the library stays open with them)
 
 
 def host_loop_available() -> bool:
@@ -198,7 +197,7 @@ def host_loop(kernels: list, trips: int, first: int, step: int, naxes: list[int]
     each kernel's grid arguments (first value, step, trip count per axis, from the affine
     ``forms`` of the iteration) and loop variable set, and the kernel enqueued. The kernels'
     other arguments must be set already. ``RuntimeError`` with OpenCL's code if a call fails."""
-    module, set_arg, enqueue = _host_loop()
+    module, set_arg, enqueue, _ = _host_loop()
     ffi = module.ffi
     handles = ffi.new("void *[]", [ffi.cast("void *", k.int_ptr) for k in kernels])
     code = module.function("asp_opencl_host_loop")(

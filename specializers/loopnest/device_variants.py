@@ -26,6 +26,7 @@ arithmetic of every thread, independence of the parallel iterations) without a G
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Callable, Sequence
 
@@ -33,7 +34,7 @@ import numpy as np
 
 from .codegen.device import NUMPY_OF_CTYPE, DeviceModule, host_loop_range, launch_grid
 from .rewrite import RUN_ORIGINAL
-from .variants import BeyondInt64, NestResults
+from .variants import BEYOND_INT64_MESSAGE, BeyondInt64, NestResults
 
 #: Threads per block of the CUDA launches (x only; the other axes one thread deep).
 CUDA_BLOCK = 128
@@ -54,6 +55,21 @@ class _Target:
 
     def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
         raise NotImplementedError
+
+    def host_loop(self, group: list, plan, args: list, failed: Any, host, values: range
+                  ) -> bool:
+        """Run a host loop's launches in compiled code; False: the caller launches them."""
+        return False
+
+
+class _CudaLaunches(_Target):
+    """Launches of a module with pycuda's interface (``get_function(name)(..., grid, block)``)."""
+
+    _module: Any
+
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
+        grid, block = _cuda_launch(sizes)
+        self._module.get_function(name)(*args, grid=grid, block=block)
 
 
 class OpenCLTarget(_Target):
@@ -95,7 +111,6 @@ class OpenCLTarget(_Target):
             self._last[name] = list(args)
             self._cl.enqueue(kernel, tuple(sizes))
 
-
     def host_loop(self, group: list, plan, args: list, failed: Any, host, values: range
                   ) -> bool:
         """Run a host loop's launches in compiled code (``opencl.host_loop``): False where it
@@ -125,13 +140,11 @@ class OpenCLTarget(_Target):
         return True
 
 
-class EmulatedCudaTarget(_Target):
+class EmulatedCudaTarget(_CudaLaunches):
     """Host copies stand for device buffers; launches go through the emulation."""
 
     def __init__(self, module: DeviceModule):
         from asp_core.backends.emulation import emulate_cuda_module
-
-        import os
 
         self._module = emulate_cuda_module(module.source, cflags=("-O1",))
         # A checker: blocks and threads in a seeded random order (``ASP_SHUFFLE_SEED``, as the
@@ -144,12 +157,8 @@ class EmulatedCudaTarget(_Target):
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
         return buffer
 
-    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
-        grid, block = _cuda_launch(sizes)
-        self._module.get_function(name)(*args, grid=grid, block=block)
 
-
-class CudaTarget(_Target):
+class CudaTarget(_CudaLaunches):
     """A CUDA GPU through pycuda (``asp_core.backends.cuda``)."""
 
     def __init__(self, module: DeviceModule):
@@ -163,10 +172,6 @@ class CudaTarget(_Target):
 
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
         return buffer.get()
-
-    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
-        grid, block = _cuda_launch(sizes)
-        self._module.get_function(name)(*args, grid=grid, block=block)
 
 
 def _cuda_launch(sizes: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -201,7 +206,6 @@ class DeviceVariant:
                  plan_of: Callable[[], Any], raise_beyond: bool):
         self.backend = backend
         self.module = module
-        self.in_order = False
         self._target = TARGETS[backend](module)
         self._plan_of = plan_of
         self._raise_beyond = raise_beyond
@@ -253,7 +257,7 @@ class DeviceVariant:
         by_memory: dict[tuple, Any] = {}  # one buffer per array memory (arguments passed twice)
         args = []
         for arg, ctype in zip(module.arguments, module.argument_types):
-            value = inputs[arg.position] if arg.position >= 0 else None
+            value = inputs[arg.position]
             if arg.kind == "array":
                 if arg.position not in buffers:
                     memory = (value.__array_interface__["data"][0], value.shape,
@@ -281,8 +285,7 @@ class DeviceVariant:
                                                           lanes, total, partials)
                 continue
             values = host_loop_range(group[0], plan)
-            if hasattr(target, "host_loop") and \
-                    target.host_loop(group, plan, args, failed, host, values):
+            if target.host_loop(group, plan, args, failed, host, values):
                 continue
             for t, value in enumerate(values):
                 for kernel in group:   # launched in order on one queue; nothing waited for
@@ -291,9 +294,7 @@ class DeviceVariant:
         code = int(target.download(failed, np.zeros(1, np.int32))[0])
         if code:
             if code == 5 and self._raise_beyond:
-                raise BeyondInt64("a Python int left the 64-bit range in device code (plain "
-                                  "Python would have computed a larger int); run this kernel "
-                                  "with backend='python' for arbitrary-precision integers")
+                raise BeyondInt64(BEYOND_INT64_MESSAGE)
             return RUN_ORIGINAL
         for position in module.written:
             host = inputs[position]

@@ -190,12 +190,15 @@ class LoopKernel:
 
     # -- machinery ------------------------------------------------------------------------------
 
-    def _asp_begin(self, func) -> _KernelState:
+    def _asp_begin(self, func) -> _KernelState | None:
         if not hasattr(self, "_asp_states"):  # a subclass __init__ forgot super().__init__()
             LoopKernel.__init__(self)
         state = self._asp_states.get(func)
         if state is None:
-            state = self._asp_states[func] = _KernelState(self, _kernel_class(func))
+            kernel_class = _kernel_class(func)
+            if type(kernel_class) is _Unreadable:
+                return None
+            state = self._asp_states[func] = _KernelState(self, kernel_class)
         state.call_id += 1
         self._asp_current = state
         return state
@@ -274,10 +277,9 @@ def _dispatching_kernel(original):
                 self._asp_current = COLD
                 return cold.run(original, self, args, kwargs)
             _COLD.pop(original, None)
-        kernel_class = _kernel_class(original)
-        if type(kernel_class) is _Unreadable:
-            return kernel_class.run(self, original, args, kwargs)
         state = self._asp_begin(original)
+        if state is None:  # the method cannot be read (``_Unreadable``)
+            return _CLASSES[original].run(self, original, args, kwargs)
         settled = state.settled
         if settled is not None:
             if settled.takes(self, args, kwargs):

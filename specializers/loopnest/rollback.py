@@ -62,41 +62,27 @@ def written_positions(analysis) -> tuple[int, ...]:
 
 def exact_on_error(run: Callable[..., Any], written: Sequence[int],
                    errors: tuple[type[BaseException], ...], title: str,
-                   redo: Callable[..., Any] | None = None) -> Callable[..., Any]:
+                   redo: Callable[..., Any] | None = None,
+                   notice: Callable[[BaseException], None] | None = None) -> Callable[..., Any]:
     """``run``, made to leave Python's state on an error: the arrays at ``written`` are copied
-    before each call, and an exception in ``errors`` puts them back and runs the call again
-    through ``redo``, a variant that runs in source order, or else returns ``RUN_ORIGINAL``
-    (the original code then runs and raises where Python raises)."""
+    before each call, and an exception in ``errors`` puts them back (and is told to ``notice``)
+    and runs the call again through ``redo``, a variant that runs in source order, or else
+    returns ``RUN_ORIGINAL`` (the original code then runs: it raises where Python raises, or,
+    for a failure that is the variant's and not the user's code's, such as
+    ``variants.BeyondInt64``, goes on as Python does)."""
     def exact(*inputs: Any) -> Any:
         saved = _copies(inputs, written)
         try:
             return run(*inputs)
         except errors as exc:
             _restore(saved)
-            log.debug("%s: %s: %s in a run out of source order; running it again in source "
-                      "order", title, type(exc).__name__, exc)
+            log.debug("%s: %s: %s; running the call again %s", title, type(exc).__name__, exc,
+                      "as the original code" if redo is None else "in source order")
+            if notice is not None:
+                notice(exc)
             return RUN_ORIGINAL if redo is None else redo(*inputs)
 
     return exact
-
-
-def original_on(run: Callable[..., Any], written: Sequence[int],
-                errors: tuple[type[BaseException], ...],
-                notice: Callable[[BaseException], None]) -> Callable[..., Any]:
-    """``run``, with a call that raises one of ``errors`` run again as the original code: the
-    arrays at ``written`` are copied before each call and put back on such an error, then
-    ``notice(error)`` is called and ``RUN_ORIGINAL`` returned. For failures that are the
-    variant's, not the user's code's (``variants.BeyondInt64``): Python goes on there."""
-    def run_or_original(*inputs: Any) -> Any:
-        saved = _copies(inputs, written)
-        try:
-            return run(*inputs)
-        except errors as exc:
-            _restore(saved)
-            notice(exc)
-            return RUN_ORIGINAL
-
-    return run_or_original
 
 
 def _copies(inputs: Sequence[Any], written: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -34,8 +34,7 @@ from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
 from .codegen.python import compile_python, python_source
 from .cost import index as variant_index
 from .cost.estimates import ORIGINAL, NestEstimator, parse_label
-from .rollback import (COMPILED_ERRORS, exact_on_error, in_source_order, original_on,
-                       written_positions)
+from .rollback import COMPILED_ERRORS, exact_on_error, in_source_order, written_positions
 from .safety import check_arrays
 from .schedule.tree import SLoop
 from .lowering import KernelContext
@@ -256,8 +255,8 @@ class NestRunner(Specializer):
         self._executors.put(memo, run)
         key = run.module.key
         if run.module.beyond_int64 and not self._forced and not self.strict:
-            run = original_on(run, written_positions(self.analysis), (BeyondInt64,),
-                              self._beyond_int64)
+            run = exact_on_error(run, written_positions(self.analysis), (BeyondInt64,),
+                                 self.name, notice=self._beyond_int64)
         return Variant(backend, _recording(self, run, plan), key)
 
     def _beyond_int64(self, error: BaseException) -> None:

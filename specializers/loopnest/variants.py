@@ -156,6 +156,11 @@ def _call_function(module: CModule, loaded, threads: int):
     return function
 
 
+BEYOND_INT64_MESSAGE = ("a Python int left the 64-bit range in compiled code (plain Python "
+                        "would have computed a larger int); run this kernel with "
+                        "backend='python' for arbitrary-precision integers")
+
+
 class BeyondInt64(OverflowError):
     """A Python int the compiled code computes left the 64-bit range, where plain Python would
     have gone on with a larger int: not an error of the user's code, but a call compiled code
@@ -177,9 +182,7 @@ def python_error(err, module: CModule) -> Exception:
     if code == 4:
         return OverflowError("math range error")
     if code == 5:
-        return BeyondInt64("a Python int left the 64-bit range in compiled code (plain "
-                             "Python would have computed a larger int); run this kernel with "
-                             "backend='python' for arbitrary-precision integers")
+        return BeyondInt64(BEYOND_INT64_MESSAGE)
     if code == 6:
         # Plain Python would go on with a complex number, which compiled code does not
         # hold; nearly every use of it (storing it in a real array, comparing it, passing it

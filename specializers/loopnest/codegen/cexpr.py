@@ -474,6 +474,11 @@ _NATIVE = frozenset({"int64_t", "uint64_t", "double", "float", "int32_t", "uint3
 _WRAPPED = {"int32_t": "uint32_t", "int64_t": "uint64_t"}
 
 
+def wrapping_arith(a: str, op: str, b: str, result: Ty) -> str:
+    """``a op b`` of type ``result`` with NumPy's wrap-around, whatever the compiler's flags."""
+    return _arith(a, op, b, result, wrapping=True)
+
+
 def _arith(a: str, op: str, b: str, result: Ty, wrapping: bool = False) -> str:
     if wrapping and op in "+-*" and ctype(result) in _WRAPPED:
         unsigned = _WRAPPED[ctype(result)]

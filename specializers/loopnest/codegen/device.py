@@ -47,6 +47,7 @@ since a device copy of each would no longer share it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 import numpy as np
 
@@ -57,11 +58,14 @@ from asp_core.templates import render
 from .. import dast as d
 from ..schedule.tree import Schedule, SLoop, SStmt
 from .c import _BEYOND_INT64, Argument, CEmitter, CModuleBuilder, Output, c_order_accessor
-from .cexpr import c_identifier, ctype
+from .cexpr import c_identifier, ctype, wrapping_arith
 from .walker import walk
 
 #: The most loops a kernel maps onto grid axes.
 MAX_AXES = 3
+#: Each thread's own error record, opened at its start; at its end a failure is stored.
+_OPEN_ERRORS = ["asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
+_CLOSE_ERRORS = "if (asp_e.code) *asp_failed = asp_e.code;"
 
 
 @dataclass(frozen=True)
@@ -141,10 +145,6 @@ class DeviceModule:
         """The result record as NumPy sees it (C layout: each field at its own alignment)."""
         fields = [(name, NUMPY_OF_CTYPE[c]) for name, c in self.out_fields] or [("unused", np.int32)]
         return np.dtype(fields, align=True)
-
-
-class DeviceEmitter(CEmitter):
-    """Serial C inside one thread: as ``CEmitter``, with no pragmas."""
 
 
 class DeviceModuleBuilder(CModuleBuilder):
@@ -287,14 +287,12 @@ class DeviceModuleBuilder(CModuleBuilder):
             if ty.weak:
                 helper = "asp_add_py" if op == "+" else "asp_mul_py"
                 return f"{ident} = {helper}(asp_err, {ident}, asp_p);"
-            return f"{ident} = {_arith_text(ident, op, 'asp_p', ctype(ty))};"
+            return f"{ident} = {wrapping_arith(ident, op, 'asp_p', ty)};"
         if len(funcs) != 1:
             return None
         (func,) = funcs
         sign = ">" if op == "max" else "<"
-        if func in ("max", "min"):            # Python's: the first argument unless the other wins
-            return f"{ident} = (asp_p {sign} {ident}) ? asp_p : {ident};"
-        if ty.kind != "f":
+        if func in ("max", "min") or ty.kind != "f":  # Python's: the first unless the other wins
             return f"{ident} = (asp_p {sign} {ident}) ? asp_p : {ident};"
         if func in ("numpy.maximum", "numpy.minimum"):   # NaN propagates
             return f"{ident} = asp_np_{'maximum' if op == 'max' else 'minimum'}_" \
@@ -346,37 +344,32 @@ class DeviceModuleBuilder(CModuleBuilder):
         order = [ranked[0]] + [k for k in range(len(band)) if k != ranked[0]]
         return tuple(Axis(band[k].lid, axis, band[k].var) for axis, k in enumerate(order))
 
-    def _walk(self, nodes: tuple, emitter: DeviceEmitter) -> None:
+    def _walk(self, nodes: tuple, emitter: CEmitter) -> None:
         walk(Schedule(tuple(nodes), self.plan.schedule.statements), self.analysis.nest, emitter)
         self._fallible |= any("asp_err" in line for line in emitter.lines)
 
     def _grid_kernel(self, name: str, node: SLoop, band, axes) -> tuple[Kernel, list[str]]:
-        emitter = DeviceEmitter(self)
-        innermost = node
-        for _ in band[1:]:
-            innermost = innermost.body[0]
-        self._walk(innermost.body, emitter)
+        emitter = CEmitter(self)
+        self._walk(_innermost(node, band).body, emitter)
         lines = []
         for a in axes:
             var = c_identifier(a.var)
             lines.append(f"const int64_t asp_g_{var} = {self.dialect.global_index(a.axis)};")
             lines.append(f"if (asp_g_{var} >= asp_n_{var}) return;")
-        lines += ["asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
-        lines += self.prologue()
+        lines += _OPEN_ERRORS + self.prologue()
         for loop in band:
             var = c_identifier(loop.var)
             lines.append(f"const int64_t {var} = asp_lo_{var} + asp_g_{var} * asp_step_{var};")
         lines += emitter.lines
-        lines.append("if (asp_e.code) *asp_failed = asp_e.code;")
+        lines.append(_CLOSE_ERRORS)
         return Kernel(name, axes), lines
 
     def _single_kernel(self, name: str, outputs: list[str]) -> tuple[Kernel, list[str]]:
-        emitter = DeviceEmitter(self)
+        emitter = CEmitter(self)
         self._walk(self.plan.schedule.root, emitter)
-        lines = [f"if ({self.dialect.global_index(0)} != 0) return;",
-                 "asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
+        lines = [f"if ({self.dialect.global_index(0)} != 0) return;", *_OPEN_ERRORS]
         lines += self.prologue() + emitter.lines + outputs
-        lines.append("if (asp_e.code) *asp_failed = asp_e.code;")
+        lines.append(_CLOSE_ERRORS)
         return Kernel(name, ()), lines
 
     def build(self) -> DeviceModule:
@@ -417,13 +410,11 @@ class DeviceModuleBuilder(CModuleBuilder):
                         kernels=texts)
         written = {acc.array for st in self.analysis.access.statements for acc in st.accesses
                    if acc.write}
-        lines = [line for body in bodies for line in body]
-        can_fail = self._fallible
         return DeviceModule(
             source, self.dialect.name, key, tuple(kernels), tuple(arguments), tuple(types),
             tuple(outputs), tuple(out_fields),
             tuple(self.positions[a] for a in self.names.arrays if a in written),
-            can_fail, any(_BEYOND_INT64.search(line) for line in lines))
+            self._fallible, any(_BEYOND_INT64.search(line) for body in bodies for line in body))
 
     def _kernels(self, key: str) -> tuple[list[Kernel], list[list[str]]]:
         bands = self.bands()
@@ -442,8 +433,8 @@ class DeviceModuleBuilder(CModuleBuilder):
                 continue
             kernel, body = self._grid_kernel(name, node, band, self._axes(band))
             if host is not None:
-                loop = self.loops[host.lid]
-                kernel = Kernel(kernel.name, kernel.axes, host_loop=Axis(host.lid, -1, loop.var))
+                kernel = dataclasses.replace(
+                    kernel, host_loop=Axis(host.lid, -1, self.loops[host.lid].var))
             kernels.append(kernel)
             bodies.append(body)
         return kernels, bodies
@@ -455,15 +446,11 @@ class DeviceModuleBuilder(CModuleBuilder):
         order, into the scalars' values before the loop (the lane count depends on the trip
         count alone, so the result does not depend on the device's grid)."""
         reduced = tuple((s, ctype(self.types.variables[s])) for s, _ in node.reductions)
-        emitter = DeviceEmitter(self)
+        emitter = CEmitter(self)
         emitter.depth = 1
-        innermost = node
-        for _ in band[1:]:
-            innermost = innermost.body[0]
-        self._walk(innermost.body, emitter)
+        self._walk(_innermost(node, band).body, emitter)
         lines = [f"const int64_t asp_lane = {self.dialect.global_index(0)};",
-                 "if (asp_lane >= asp_lanes) return;",
-                 "asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
+                 "if (asp_lane >= asp_lanes) return;", *_OPEN_ERRORS]
         lines += self.prologue()
         lines += [f"{c_identifier(s)} = {self.identity(s, op)};" for s, op in node.reductions]
         lines.append("for (int64_t asp_f = asp_lane; asp_f < asp_total; asp_f += asp_lanes) {")
@@ -482,12 +469,11 @@ class DeviceModuleBuilder(CModuleBuilder):
         lines += emitter.lines
         lines.append("}")
         lines += [f"asp_part_{c_identifier(s)}[asp_lane] = {c_identifier(s)};" for s, _ in reduced]
-        lines.append("if (asp_e.code) *asp_failed = asp_e.code;")
+        lines.append(_CLOSE_ERRORS)
         axes = tuple(Axis(loop.lid, k, loop.var) for k, loop in enumerate(band))
         first = (Kernel(name, axes, reduced), lines)
         live = {o.name for o in self.outputs()[2]}
-        combine = [f"if ({self.dialect.global_index(0)} != 0) return;",
-                   "asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
+        combine = [f"if ({self.dialect.global_index(0)} != 0) return;", *_OPEN_ERRORS]
         for s, op in node.reductions:
             ident = c_identifier(s)
             combine += [f"{ctype(self.types.variables[s])} {ident} = asp_in_{ident};",
@@ -498,23 +484,24 @@ class DeviceModuleBuilder(CModuleBuilder):
             if s in live:
                 combine += [f"asp_out->v_{ident} = {ident};",
                             f"asp_out->w_{ident} = asp_total > 0;"]
-        combine.append("if (asp_e.code) *asp_failed = asp_e.code;")
+        combine.append(_CLOSE_ERRORS)
         second = (Kernel(name + "_combine", (), reduced, combine=True), combine)
         return [first, second]
 
+
+
+def _innermost(node: SLoop, band) -> SLoop:
+    """The schedule node of a band's innermost loop (the band: ``node`` and the loops
+    perfectly nested in it)."""
+    for _ in band[1:]:
+        node = node.body[0]
+    return node
 
 
 def _sids(node) -> list[int]:
     if isinstance(node, SStmt):
         return [node.sid]
     return [sid for child in node.body for sid in _sids(child)]
-
-
-def _arith_text(a: str, op: str, b: str, c_type: str) -> str:
-    """NumPy's wrapping arithmetic between two values of a C integer type."""
-    unsigned = {"int64_t": "uint64_t", "int32_t": "uint32_t", "int16_t": "uint16_t",
-                "int8_t": "uint8_t"}.get(c_type, c_type)
-    return f"({c_type})(({unsigned})({a}) {op} ({unsigned})({b}))"
 
 
 def device_module(dialect: str, analysis, plan, types, signature, title: str) -> DeviceModule:
@@ -533,15 +520,20 @@ def launch_grid(kernel: Kernel, plan, t: dict[int, int] | None = None
         bound = plan.bound.loops[a.lid]
         step = bound.step
         start, extent = _at(bound.start, t), _at(bound.extent, t)
-        out.append((start, step, max(0, -(-extent // abs(step)))))
+        out.append((start, step, _trips(extent, step)))
     return out
 
 
 def host_loop_range(kernel: Kernel, plan) -> range:
     """The values of ``kernel``'s host loop variable, and so its iterations, for the call."""
     bound = plan.bound.loops[kernel.host_loop.lid]
-    trips = max(0, -(-bound.extent.const // abs(bound.step)))
+    trips = _trips(bound.extent.const, bound.step)
     return range(bound.start.const, bound.start.const + trips * bound.step, bound.step)
+
+
+def _trips(extent: int, step: int) -> int:
+    """Iterations of a loop whose extent (in its step's direction) and step these are."""
+    return max(0, -(-extent // abs(step)))
 
 
 def _at(form, t: dict[int, int] | None) -> int:
