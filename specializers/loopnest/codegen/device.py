@@ -9,17 +9,15 @@ a ``Dialect`` holds the few words in which OpenCL C and CUDA C differ (qualifier
 index, the address space of pointers, what a kernel may take as an argument), as loopy keeps
 one kernel representation and a printer per target.
 
-Kernels, in schedule order:
+Kernels, in schedule order, as ``codegen.device_layout`` decides them (the cost model reads
+the same decision):
 
-* **Grid kernels.** Where every top-level node of the schedule is a parallel loop with no
-  reduction and no last-iteration scalar, each becomes a kernel. Its outermost loop and the
-  parallel loops perfectly nested in it whose bounds do not depend on them (up to three: a
-  *band*) are mapped onto the grid's axes; the loop that walks the last (fastest-varying)
-  subscript of the most accesses with a unit coefficient goes on axis 0 (x), so that
-  neighbouring threads touch neighbouring elements (Chikin et al.'s inter-thread stride).
-  Each thread runs the rest of the body: sequential loops and further parallel loops inside
-  run in the thread, as in serial C. The host computes each mapped loop's first value, step
-  and trip count from the call's binding; threads past the trip count return at once.
+* **Grid kernels.** A parallel top-level loop becomes a kernel whose band of loops is mapped
+  onto the grid's axes (x: the loop walking the fastest-varying subscript of most accesses,
+  Chikin et al.'s inter-thread stride). Each thread runs the rest of the body: sequential
+  loops and further parallel loops inside run in the thread, as in serial C. The host
+  computes each mapped loop's first value, step and trip count from the call's binding;
+  threads past the trip count return at once.
 * **Reductions.** A parallel top-level loop that reduces scalars runs on lanes, each reducing
   its share of the band's iterations; one work item then combines the lanes' results
   (``_reduction_kernels``).
@@ -55,14 +53,12 @@ from asp_core.cache import stable_key
 from asp_core.errors import UnsupportedArgument
 from asp_core.templates import render
 
-from .. import dast as d
-from ..schedule.tree import Schedule, SLoop, SStmt
+from ..schedule.tree import Schedule, SLoop
 from .c import _BEYOND_INT64, Argument, CEmitter, CModuleBuilder, Output, c_order_accessor
-from .cexpr import c_identifier, ctype, wrapping_arith
+from .cexpr import c_identifier, ctype
+from .device_layout import Axis, DeviceLayout
 from .walker import walk
 
-#: The most loops a kernel maps onto grid axes.
-MAX_AXES = 3
 #: Each thread's own error record, opened at its start; at its end a failure is stored.
 _OPEN_ERRORS = ["asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;"]
 _CLOSE_ERRORS = "if (asp_e.code) *asp_failed = asp_e.code;"
@@ -96,15 +92,6 @@ NUMPY_OF_CTYPE = {"bool": np.bool_, "int8_t": np.int8, "int16_t": np.int16, "int
                   "int64_t": np.int64, "uint8_t": np.uint8, "uint16_t": np.uint16,
                   "uint32_t": np.uint32, "uint64_t": np.uint64, "float": np.float32,
                   "double": np.float64}
-
-
-@dataclass(frozen=True)
-class Axis:
-    """A loop mapped onto a grid axis: the host passes its first value, step and trip count."""
-
-    lid: int
-    axis: int
-    var: str
 
 
 @dataclass(frozen=True)
@@ -157,6 +144,7 @@ class DeviceModuleBuilder(CModuleBuilder):
         self.dialect = dialect
         self.variant = dialect.name
         self.expr.wrapping = True
+        self.layout = DeviceLayout(analysis, plan, types)
         overlapping = sorted({a for pair in plan.bound.overlapping for a in pair})
         if overlapping:
             raise UnsupportedArgument(
@@ -206,143 +194,14 @@ class DeviceModuleBuilder(CModuleBuilder):
 
     # -- kernels ---------------------------------------------------------------------------------
 
-    def bands(self) -> list[tuple[SLoop, tuple[d.Loop, ...], SLoop | None]] | None:
-        """Per grid kernel: its top-level node (or a node in the body of a host loop), its
-        band of mapped loops (outermost first) and the host loop around it (or None); None
-        where some node can be neither (then one work item runs it all)."""
-        out = []
-        root = self.plan.schedule.root
-        for position, node in enumerate(root):
-            if self._host_loop(node):
-                for inner in node.body:
-                    out.append((inner, self._band(inner, ()), node))
-                continue
-            reductions = node.reductions if isinstance(node, SLoop) else ()
-            if not self._mappable(node, reductions) or \
-                    not self._reducible(reductions, root[position + 1:]):
-                return None
-            out.append((node, self._band(node, reductions), None))
-        return out
-
-    def _band(self, node: SLoop, reductions) -> tuple[d.Loop, ...]:
-        band, current = [self.loops[node.lid]], node
-        while len(band) < MAX_AXES and len(current.body) == 1 and \
-                self._mappable(current.body[0], reductions) and \
-                not self._depends_on(self.loops[current.body[0].lid], band):
-            current = current.body[0]
-            band.append(self.loops[current.lid])
-        return tuple(band)
-
-    def _host_loop(self, node) -> bool:
-        """A sequential top-level loop the host can drive: its body is parallel loops only
-        (no statement of its own, no reduction, no last-iteration scalar), each a grid
-        kernel launched once per iteration with the loop's variable as an argument."""
-        if not isinstance(node, SLoop) or node.parallel or node.reductions or \
-                self.loops[node.lid].predicate or self.plan.bound.loops[node.lid].wide:
-            return False
-        return bool(node.body) and all(self._mappable(inner) for inner in node.body)
-
-    def _mappable(self, node, reductions=()) -> bool:
-        """A parallel loop a grid may run: no last-iteration scalar, no reduction but those
-        of the band it heads (``reductions``), no predicate, not near the ends of int64."""
-        if not isinstance(node, SLoop) or not node.parallel or node.lastprivate or \
-                not set(node.reductions) <= set(reductions):
-            return False
-        loop = self.loops[node.lid]
-        bound = self.plan.bound.loops[node.lid]
-        return not loop.predicate and not bound.wide
-
-    def _reducible(self, reductions, later) -> bool:
-        """Whether the lanes' partial results of ``reductions`` can be combined on the device
-        as Python's operator would (``combination``), and no later top-level node reads the
-        scalars (their value lives on the device until the call ends)."""
-        if not reductions:
-            return True
-        names = {name for name, _ in reductions}
-        if any(name not in self.analysis.required for name in names):
-            return False
-        for node in later:
-            for sid in _sids(node):
-                stmt = self.statements[sid]
-                if any(isinstance(n, d.Var) and n.name in names for n in stmt.walk()):
-                    return False
-        return all(self.combination(name, op) is not None for name, op in reductions)
+    def bands(self):
+        return self.layout.bands()
 
     def combination(self, name: str, op: str) -> str | None:
-        """C text combining partial result ``asp_p`` into ``s`` (the scalar's C name) as the
-        loop's own statements combine a value into it, or None where that is not one known
-        operator (say, Python's max in one statement and NumPy's in another)."""
-        ident = c_identifier(name)
-        ty = self.types.variables[name]
-        funcs = set()
-        for stmt in self.analysis.statements:
-            if isinstance(stmt.target, d.Var) and stmt.target.name == name and \
-                    isinstance(stmt.value, d.Call):
-                funcs.add(stmt.value.func)
-        if op in ("+", "*"):
-            if funcs:
-                return None
-            if ty.kind == "f":
-                return f"{ident} = {ident} {op} asp_p;"
-            if ty.weak:
-                helper = "asp_add_py" if op == "+" else "asp_mul_py"
-                return f"{ident} = {helper}(asp_err, {ident}, asp_p);"
-            return f"{ident} = {wrapping_arith(ident, op, 'asp_p', ty)};"
-        if len(funcs) != 1:
-            return None
-        (func,) = funcs
-        sign = ">" if op == "max" else "<"
-        if func in ("max", "min") or ty.kind != "f":  # Python's: the first unless the other wins
-            return f"{ident} = (asp_p {sign} {ident}) ? asp_p : {ident};"
-        if func in ("numpy.maximum", "numpy.minimum"):   # NaN propagates
-            return f"{ident} = asp_np_{'maximum' if op == 'max' else 'minimum'}_" \
-                   f"{'f64' if ctype(ty) == 'double' else 'f32'}({ident}, asp_p);"
-        if func in ("numpy.fmax", "numpy.fmin"):         # NaN ignored
-            return f"{ident} = {'fmax' if op == 'max' else 'fmin'}({ident}, asp_p);"
-        return None
+        return self.layout.combination(name, op)
 
     def identity(self, name: str, op: str) -> str:
-        """The value a lane's partial result starts from."""
-        ty = self.types.variables[name]
-        if op == "+":
-            return "0"
-        if op == "*":
-            return "1"
-        if ty.kind == "f":
-            return "(-INFINITY)" if op == "max" else "INFINITY"
-        limits = {"int64_t": ("INT64_MIN", "INT64_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX"),
-                  "int16_t": ("INT16_MIN", "INT16_MAX"), "int8_t": ("INT8_MIN", "INT8_MAX"),
-                  "uint64_t": ("0", "UINT64_MAX"), "uint32_t": ("0", "UINT32_MAX"),
-                  "uint16_t": ("0", "UINT16_MAX"), "uint8_t": ("0", "UINT8_MAX"),
-                  "bool": ("0", "1")}[ctype(ty)]
-        return limits[0] if op == "max" else limits[1]
-
-    @staticmethod
-    def _depends_on(loop: d.Loop, band) -> bool:
-        names = {outer.var for outer in band}
-        return any(isinstance(n, d.Var) and n.name in names
-                   for bound in (loop.start, loop.stop, loop.step) for n in bound.walk())
-
-    def _axes(self, band: tuple[d.Loop, ...]) -> tuple[Axis, ...]:
-        """The band's loops on grid axes: x for the loop walking the last subscript of the most
-        accesses with coefficient +-1 (ties: the innermost), then the others outermost first."""
-        def unit_last(loop: d.Loop) -> int:
-            count = 0
-            for info in self.analysis.access.statements:
-                for acc in info.accesses:
-                    if acc.index:
-                        last = acc.index[-1]
-                        if isinstance(last, d.Var) and last.name == loop.var:
-                            count += 1
-                        elif isinstance(last, d.BinOp) and last.op in "+-" and any(
-                                isinstance(side, d.Var) and side.name == loop.var
-                                for side in (last.left, last.right)):
-                            count += 1
-            return count
-
-        ranked = sorted(range(len(band)), key=lambda k: (-unit_last(band[k]), -k))
-        order = [ranked[0]] + [k for k in range(len(band)) if k != ranked[0]]
-        return tuple(Axis(band[k].lid, axis, band[k].var) for axis, k in enumerate(order))
+        return self.layout.identity(name, op)
 
     def _walk(self, nodes: tuple, emitter: CEmitter) -> None:
         walk(Schedule(tuple(nodes), self.plan.schedule.statements), self.analysis.nest, emitter)
@@ -431,7 +290,7 @@ class DeviceModuleBuilder(CModuleBuilder):
                     kernels.append(kernel)
                     bodies.append(body)
                 continue
-            kernel, body = self._grid_kernel(name, node, band, self._axes(band))
+            kernel, body = self._grid_kernel(name, node, band, self.layout.axes(band))
             if host is not None:
                 kernel = dataclasses.replace(
                     kernel, host_loop=Axis(host.lid, -1, self.loops[host.lid].var))
@@ -496,12 +355,6 @@ def _innermost(node: SLoop, band) -> SLoop:
     for _ in band[1:]:
         node = node.body[0]
     return node
-
-
-def _sids(node) -> list[int]:
-    if isinstance(node, SStmt):
-        return [node.sid]
-    return [sid for child in node.body for sid in _sids(child)]
 
 
 def device_module(dialect: str, analysis, plan, types, signature, title: str) -> DeviceModule:

@@ -1,0 +1,194 @@
+"""Which device kernels a plan becomes: the pure decision behind ``codegen.device``.
+
+``DeviceLayout(analysis, plan, types).bands()`` says, per kernel in schedule order, which
+schedule node it runs, which loops it maps onto grid axes (its *band*) and which sequential
+top-level loop the host runs it in; or None where the schedule has a node no grid can run,
+and the whole nest runs on one work item. The code generator prints kernels from it; the cost
+model (``cost.device``) counts launches, threads and work per thread from it, so both see the
+same kernels.
+
+* A parallel top-level loop with no last-iteration scalar, no predicate and bounds far from
+  the ends of int64 becomes a grid kernel; the parallel loops perfectly nested in it whose
+  bounds do not depend on the band (up to ``MAX_AXES``) join its band.
+* One that reduces scalars becomes a reduction (lanes, then a combine), where every lane's
+  partial result combines as the loop's own statements combine (``combination``) and no later
+  node reads the scalars.
+* A sequential top-level loop whose body is such parallel loops only is a host loop.
+* ``axes(band)``: the band's loops on grid axes, x for the loop that walks the last subscript
+  of most accesses (Chikin et al.'s inter-thread stride).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import dast as d
+from ..schedule.tree import SLoop, SStmt
+from .cexpr import c_identifier, ctype, wrapping_arith
+
+#: The most loops a kernel maps onto grid axes.
+MAX_AXES = 3
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A loop mapped onto a grid axis: the host passes its first value, step and trip count."""
+
+    lid: int
+    axis: int
+    var: str
+
+
+class DeviceLayout:
+    """The kernels of one plan for one call's types (see the module)."""
+
+    def __init__(self, analysis, plan, types):
+        self.analysis = analysis
+        self.plan = plan
+        self.types = types
+        self.loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
+        self.statements = {s.sid: s for s in analysis.statements}
+
+    def bands(self) -> list[tuple[SLoop, tuple[d.Loop, ...], SLoop | None]] | None:
+        """Per grid kernel: its top-level node (or a node in the body of a host loop), its
+        band of mapped loops (outermost first) and the host loop around it (or None); None
+        where some node can be neither (then one work item runs it all)."""
+        out = []
+        root = self.plan.schedule.root
+        for position, node in enumerate(root):
+            if self._host_loop(node):
+                for inner in node.body:
+                    out.append((inner, self._band(inner, ()), node))
+                continue
+            reductions = node.reductions if isinstance(node, SLoop) else ()
+            if not self._mappable(node, reductions) or \
+                    not self._reducible(reductions, root[position + 1:]):
+                return None
+            out.append((node, self._band(node, reductions), None))
+        return out
+
+    def _band(self, node: SLoop, reductions) -> tuple[d.Loop, ...]:
+        band, current = [self.loops[node.lid]], node
+        while len(band) < MAX_AXES and len(current.body) == 1 and \
+                self._mappable(current.body[0], reductions) and \
+                not self._depends_on(self.loops[current.body[0].lid], band):
+            current = current.body[0]
+            band.append(self.loops[current.lid])
+        return tuple(band)
+
+    def _host_loop(self, node) -> bool:
+        """A sequential top-level loop the host can drive: its body is parallel loops only
+        (no statement of its own, no reduction, no last-iteration scalar), each a grid
+        kernel launched once per iteration with the loop's variable as an argument."""
+        if not isinstance(node, SLoop) or node.parallel or node.reductions or \
+                self.loops[node.lid].predicate or self.plan.bound.loops[node.lid].wide:
+            return False
+        return bool(node.body) and all(self._mappable(inner) for inner in node.body)
+
+    def _mappable(self, node, reductions=()) -> bool:
+        """A parallel loop a grid may run: no last-iteration scalar, no reduction but those
+        of the band it heads (``reductions``), no predicate, not near the ends of int64."""
+        if not isinstance(node, SLoop) or not node.parallel or node.lastprivate or \
+                not set(node.reductions) <= set(reductions):
+            return False
+        loop = self.loops[node.lid]
+        bound = self.plan.bound.loops[node.lid]
+        return not loop.predicate and not bound.wide
+
+    def _reducible(self, reductions, later) -> bool:
+        """Whether the lanes' partial results of ``reductions`` can be combined on the device
+        as Python's operator would (``combination``), and no later top-level node reads the
+        scalars (their value lives on the device until the call ends)."""
+        if not reductions:
+            return True
+        names = {name for name, _ in reductions}
+        if any(name not in self.analysis.required for name in names):
+            return False
+        for node in later:
+            for sid in _sids(node):
+                stmt = self.statements[sid]
+                if any(isinstance(n, d.Var) and n.name in names for n in stmt.walk()):
+                    return False
+        return all(self.combination(name, op) is not None for name, op in reductions)
+
+    def combination(self, name: str, op: str) -> str | None:
+        """C text combining partial result ``asp_p`` into ``s`` (the scalar's C name) as the
+        loop's own statements combine a value into it, or None where that is not one known
+        operator (say, Python's max in one statement and NumPy's in another)."""
+        ident = c_identifier(name)
+        ty = self.types.variables[name]
+        funcs = set()
+        for stmt in self.analysis.statements:
+            if isinstance(stmt.target, d.Var) and stmt.target.name == name and \
+                    isinstance(stmt.value, d.Call):
+                funcs.add(stmt.value.func)
+        if op in ("+", "*"):
+            if funcs:
+                return None
+            if ty.kind == "f":
+                return f"{ident} = {ident} {op} asp_p;"
+            if ty.weak:
+                helper = "asp_add_py" if op == "+" else "asp_mul_py"
+                return f"{ident} = {helper}(asp_err, {ident}, asp_p);"
+            return f"{ident} = {wrapping_arith(ident, op, 'asp_p', ty)};"
+        if len(funcs) != 1:
+            return None
+        (func,) = funcs
+        sign = ">" if op == "max" else "<"
+        if func in ("max", "min") or ty.kind != "f":  # Python's: the first unless the other wins
+            return f"{ident} = (asp_p {sign} {ident}) ? asp_p : {ident};"
+        if func in ("numpy.maximum", "numpy.minimum"):   # NaN propagates
+            return f"{ident} = asp_np_{'maximum' if op == 'max' else 'minimum'}_" \
+                   f"{'f64' if ctype(ty) == 'double' else 'f32'}({ident}, asp_p);"
+        if func in ("numpy.fmax", "numpy.fmin"):         # NaN ignored
+            return f"{ident} = {'fmax' if op == 'max' else 'fmin'}({ident}, asp_p);"
+        return None
+
+    def identity(self, name: str, op: str) -> str:
+        """The value a lane's partial result starts from."""
+        ty = self.types.variables[name]
+        if op == "+":
+            return "0"
+        if op == "*":
+            return "1"
+        if ty.kind == "f":
+            return "(-INFINITY)" if op == "max" else "INFINITY"
+        limits = {"int64_t": ("INT64_MIN", "INT64_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX"),
+                  "int16_t": ("INT16_MIN", "INT16_MAX"), "int8_t": ("INT8_MIN", "INT8_MAX"),
+                  "uint64_t": ("0", "UINT64_MAX"), "uint32_t": ("0", "UINT32_MAX"),
+                  "uint16_t": ("0", "UINT16_MAX"), "uint8_t": ("0", "UINT8_MAX"),
+                  "bool": ("0", "1")}[ctype(ty)]
+        return limits[0] if op == "max" else limits[1]
+
+    @staticmethod
+    def _depends_on(loop: d.Loop, band) -> bool:
+        names = {outer.var for outer in band}
+        return any(isinstance(n, d.Var) and n.name in names
+                   for bound in (loop.start, loop.stop, loop.step) for n in bound.walk())
+
+    def axes(self, band: tuple[d.Loop, ...]) -> tuple[Axis, ...]:
+        """The band's loops on grid axes: x for the loop walking the last subscript of the most
+        accesses with coefficient +-1 (ties: the innermost), then the others outermost first."""
+        def unit_last(loop: d.Loop) -> int:
+            count = 0
+            for info in self.analysis.access.statements:
+                for acc in info.accesses:
+                    if acc.index:
+                        last = acc.index[-1]
+                        if isinstance(last, d.Var) and last.name == loop.var:
+                            count += 1
+                        elif isinstance(last, d.BinOp) and last.op in "+-" and any(
+                                isinstance(side, d.Var) and side.name == loop.var
+                                for side in (last.left, last.right)):
+                            count += 1
+            return count
+
+        ranked = sorted(range(len(band)), key=lambda k: (-unit_last(band[k]), -k))
+        order = [ranked[0]] + [k for k in range(len(band)) if k != ranked[0]]
+        return tuple(Axis(band[k].lid, axis, band[k].var) for axis, k in enumerate(order))
+
+
+def _sids(node) -> list[int]:
+    if isinstance(node, SStmt):
+        return [node.sid]
+    return [sid for child in node.body for sid in _sids(child)]
