@@ -6,7 +6,9 @@ OpenMP, side by side in one run, and nvcc's register report for the generated CU
 Per example, at one mid-to-large size, every variant is called in turn in each round (warm:
 built and called once before), a burst of calls per turn; the best call of all rounds is
 reported, and the ratios to OpenMP. The first call of the OpenCL variant (its build by the
-device compiler, counted) is reported apart. The second table compiles the CUDA of each nest
+device compiler, counted) is reported apart, and so is the cost model's prediction for the
+OpenCL variant's call (the sum over the nests of its ``opencl`` estimate, from this
+machine's device calibration, ``cost.device_calibrate``) over the time measured. The second table compiles the CUDA of each nest
 with nvcc for sm_90 (``-Xptxas -v``) and reports registers per thread, spills, and the
 occupancy those registers allow at the launches' 128 threads per block (CUDA's rules for
 sm_90: 65536 registers and 64 warps per SM, registers allocated 256 per warp): a compile-time
@@ -74,8 +76,25 @@ def time_examples(names: list[str], rounds: int) -> list[dict]:
                     if time.perf_counter() - start > BURST_S:
                         break
         rows.append({"example": case.name, "n": SIZES[case.name], "best_s": best,
-                     "opencl_first_s": first["opencl"]})
+                     "opencl_first_s": first["opencl"],
+                     "opencl_predicted_s": predicted(cls, inputs, "opencl")})
     return rows
+
+
+def predicted(cls, inputs, label: str) -> float | None:
+    """The cost model's predicted time of variant ``label`` for a call on ``inputs`` (summed
+    over the nests), or None where it does not offer it (a device not calibrated)."""
+    kernel = cls()
+    for _ in range(3):   # past the cold start
+        kernel.kernel(*copy.deepcopy(inputs))
+    total, found = 0.0, False
+    for runner in kernel._asp_current.runners:
+        decision = runner.last_decision
+        for estimate in decision.estimates if decision is not None else ():
+            if estimate.label == label:
+                total += estimate.seconds
+                found = True
+    return total if found else None
 
 
 def register_report(names: list[str]) -> list[dict]:
@@ -144,20 +163,33 @@ def main(argv: list[str] | None = None) -> dict:
 
     lines = [f"device: {opencl.device()}", f"load average at start: {_load()}"]
     rows = time_examples(args.only, args.rounds)
+    from specializers.loopnest.cost import device_calibrate
+
+    lines.append(f"cost model: opencl {device_calibrate.status('opencl')}")
     lines.append(f"{'example':14} {'n':>8} {'c':>10} {'openmp':>10} {'opencl':>10} "
-                 f"{'opencl/openmp':>14} {'opencl first call':>18}")
-    ratios = []
+                 f"{'opencl/openmp':>14} {'opencl first call':>18} {'model':>10} "
+                 f"{'model/opencl':>13}")
+    ratios, errors = [], []
     for row in rows:
         best = row["best_s"]
         ratio = best["opencl"] / best["openmp"]
         ratios.append(ratio)
+        model = row["opencl_predicted_s"]
+        if model is not None:
+            errors.append(model / best["opencl"])
         lines.append(f"{row['example']:14} {row['n']:>8} {_s(best['c']):>10} "
                      f"{_s(best['openmp']):>10} {_s(best['opencl']):>10} {ratio:>14.2f} "
-                     f"{_s(row['opencl_first_s']):>18}")
+                     f"{_s(row['opencl_first_s']):>18} "
+                     f"{_s(model) if model is not None else '-':>10} "
+                     f"{model / best['opencl'] if model is not None else float('nan'):>13.2f}")
     geomean = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
     lines.append(f"opencl/openmp geomean {geomean:.2f}, fastest OpenCL at "
                  f"{sum(1 for r in rows if min(r['best_s'], key=r['best_s'].get) == 'opencl')}"
                  f" of {len(rows)} examples")
+    if errors:
+        lines.append(f"model/opencl (predicted over measured): geomean "
+                     f"{float(np.exp(np.mean(np.log(errors)))):.2f}, from {min(errors):.2f} to "
+                     f"{max(errors):.2f}")
     lines.append(f"load average at end: {_load()}")
     if shutil.which("nvcc"):
         lines.append("")

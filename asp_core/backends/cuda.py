@@ -109,6 +109,13 @@ def device_memory(device: int = 0) -> int:
     return _driver().Device(device).total_memory()
 
 
+def l2_cache_bytes(device: int = 0) -> int:
+    """Bytes of ``device``'s L2 cache."""
+    cuda_context(device)
+    drv = _driver()
+    return drv.Device(device).get_attribute(drv.device_attribute.L2_CACHE_SIZE)
+
+
 def synchronize() -> None:
     cuda_context()
     _driver().Context.synchronize()

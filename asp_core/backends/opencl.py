@@ -49,6 +49,7 @@ class OpenCLDevice:
     max_work_group_size: int
     global_memory: int          # bytes
     local_memory: int           # bytes
+    cache: int                  # bytes of its global memory cache (0: none)
     doubles: bool               # cl_khr_fp64 (or OpenCL 1.2+'s double support)
 
 
@@ -87,6 +88,7 @@ def _runtime() -> tuple[Any, Any, OpenCLDevice]:
         compute_units=device.max_compute_units,
         max_work_group_size=device.max_work_group_size,
         global_memory=device.global_mem_size, local_memory=device.local_mem_size,
+        cache=device.global_mem_cache_size,
         doubles="cl_khr_fp64" in extensions or device.double_fp_config != 0)
     return context, queue, info
 

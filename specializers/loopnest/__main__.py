@@ -2,7 +2,9 @@
 
 ``calibrate`` measures this machine's cost-model parameters (``cost.calibrate``; about 15 s,
 ``--quick`` about 2 s), with a progress bar, prints them as a table and stores them for this
-machine in the cache folder, where every later run finds them. ``calibrate --show`` prints
+machine in the cache folder, where every later run finds them; then those of each device
+backend whose package is installed (``cost.device_calibrate``: OpenCL, CUDA; a few seconds
+each), which the cost model offers only once they are measured. ``calibrate --show`` prints
 the stored ones (or the defaults in use) and measures nothing.
 """
 
@@ -20,6 +22,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     from .cost.machine import DEFAULTS
     from .cost.summary import summary
 
+    from .cost import device_calibrate
+
     if args.show:
         record = calibrate.stored_record()
         if record is None:
@@ -27,6 +31,9 @@ def _calibrate(args: argparse.Namespace) -> int:
             print(summary(DEFAULTS))
         else:
             print(summary(calibrate.stored()))
+        print()
+        for backend in device_calibrate.PACKAGES:
+            print(f"device {backend}: {device_calibrate.status(backend)}")
         return 0
     from tqdm import tqdm
 
@@ -45,7 +52,30 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"\nnot stored: {exc}", file=sys.stderr)
         return 1
     print(f"\nstored: {record.describe()}")
-    return 0
+    return _calibrate_devices(args.quick)
+
+
+def _calibrate_devices(quick: bool) -> int:
+    """Measure and store each device backend's parameters where it has a device here."""
+    from .cost import device_calibrate
+
+    status = 0
+    for backend in device_calibrate.PACKAGES:
+        if not device_calibrate.importable(backend):
+            print(f"device {backend}: {device_calibrate.status(backend)}")
+            continue
+        print(f"device {backend}: measuring...", file=sys.stderr)
+        try:
+            device_calibrate.calibrate(backend, quick)
+        except AspError as exc:   # no device (BackendUnavailable), a refused build...
+            print(f"device {backend}: not calibrated: {exc}")
+            continue
+        except (OSError, RuntimeError) as exc:
+            print(f"device {backend}: the calibration failed: {exc}")
+            status = 1
+            continue
+        print(f"device {backend}: {device_calibrate.status(backend)}")
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

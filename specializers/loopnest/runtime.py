@@ -15,6 +15,7 @@ or ``ASP_SELECTION=fixed`` (the rule before the model: ``candidates``), skips th
 from __future__ import annotations
 
 import itertools
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -102,7 +103,8 @@ class NestRunner(Specializer):
         self.estimator = None
         self._estimates = LRUCache(EXECUTOR_CACHE_SIZE)
         if not isinstance(analysis, RejectedNest):
-            self.estimator = NestEstimator(analysis, self._profile_of)
+            self.estimator = NestEstimator(analysis, self._profile_of,
+                                           self._device_profile_of, _device_ready)
             self._gather = _make_gather(analysis, ctx)
             self._ints = tuple(i for i, name in enumerate(analysis.names.inputs)
                                if name not in analysis.names.arrays)
@@ -194,6 +196,16 @@ class NestRunner(Specializer):
         layouts = {name: sig.layout for name, sig in zip(self.analysis.names.inputs, types)
                    if isinstance(sig, ArraySig)}
         return profile(self.analysis, plan, info, layouts)
+
+    def _device_profile_of(self, signature, profile):
+        """The cost model's profile of the device kernels of a binding and call signature."""
+        from .cost.device import device_profile
+        from .cost.machine import machine
+        from .typeinfer import infer_types
+
+        types, key = signature
+        return device_profile(self.analysis, self.analysis.plan(key),
+                              infer_types(self.analysis, types), profile.statements, machine())
 
     def build(self, backend: str, signature, args: Sequence[Any]) -> Variant:
         analysis = self.analysis
@@ -378,6 +390,16 @@ class NestRunner(Specializer):
         self.dump(f"nest{index}.dast.txt", self.analysis.nest.dump())
         self.dump(f"nest{index}.dependences.txt", plan.graph.dump())
         self.dump(f"nest{index}.schedule.txt", plan.schedule.dump())
+
+
+def _device_ready(backend: str) -> bool:
+    """Whether ``backend``'s device is in use in this process already (its first use, the
+    driver and a context, is paid)."""
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        return "pyopencl" in sys.modules and opencl._runtime.cache_info().currsize > 0
+    return "pycuda.autoinit" in sys.modules or "pycuda.driver" in sys.modules
 
 
 def _run_original(*inputs):

@@ -8,8 +8,13 @@ time (``cost.models``), its main
 terms and, where it is not built yet, its build time. The profile of a binding and signature is
 computed once and kept; a warm call looks it up and checks which variants are built.
 
+Device variants (``opencl``, ``cuda``) are offered where their device is calibrated
+(``cost.device_calibrate``), priced by ``cost.device`` from the kernels the device module of
+the call's plan would run; their build time counts the device's first use in the process.
+
 A variant this machine cannot run is not offered: no C compiler, no OpenMP, OpenMP in a
-process forked where it cannot run, no parallel loop for OpenMP to share. Where compiled code
+process forked where it cannot run, no parallel loop for OpenMP to share, no calibrated
+device. Where compiled code
 cannot take the call at all (an unsupported dtype ...), ``estimates`` returns None and the
 dispatcher's fallback states the reason, as without a cost model.
 """
@@ -24,7 +29,8 @@ from asp_core.lru import LRUCache
 from asp_core.platform import cpu_cores, others_busy
 from asp_core.selection import Estimate
 
-from . import models
+from . import device_calibrate, models
+from .device import device_cost
 from .machine import machine
 
 ORIGINAL = "original"
@@ -60,10 +66,16 @@ def parse_label(label: str) -> tuple[str, int | None]:
 class NestEstimator:
     """Estimates for the calls of one nest (see the module)."""
 
-    def __init__(self, analysis, profile_of: Callable[[Hashable], models.NestProfile | None]):
+    def __init__(self, analysis, profile_of: Callable[[Hashable], models.NestProfile | None],
+                 device_profile_of: Callable[[Hashable, models.NestProfile], object] | None
+                 = None, device_ready: Callable[[str], bool] | None = None):
         self.analysis = analysis
         self._profile_of = profile_of   # (types, key) -> profile, None if compiled code cannot
         self._profiles = LRUCache(PROFILES)
+        # (types, key), profile -> the device kernels' profile (``cost.device``)
+        self._device_profile_of = device_profile_of
+        self._device_profiles = LRUCache(PROFILES)
+        self._device_ready = device_ready   # backend -> its device is in use in this process
 
     def profile(self, signature: Hashable) -> models.NestProfile | None:
         found = self._profiles.recent.get(signature, False)
@@ -106,7 +118,24 @@ class NestEstimator:
             seconds, terms = models.c_cost(profile, m) if kind == "c" else \
                 models.openmp_cost(profile, m, threads, cores, busy)
             out.append(Estimate(label, seconds, terms, cost_to_build(label), size, kin=kin))
+        if self._device_profile_of is not None:
+            for backend in device_calibrate.offered():
+                out.append(self._device_estimate(backend, signature, profile, built, size))
         return tuple(out)
+
+    def _device_estimate(self, backend: str, signature: Hashable, profile, built,
+                         size: int) -> Estimate:
+        dev = device_calibrate.params(backend)
+        found = self._device_profiles.get(signature, None)
+        if found is None:
+            found = self._device_profiles.put(signature,
+                                              self._device_profile_of(signature, profile))
+        seconds, terms = device_cost(found, dev)
+        build = 0.0
+        if not built(backend):
+            ready = self._device_ready is not None and self._device_ready(backend)
+            build = dev.build_s + (0.0 if ready else dev.init_s)
+        return Estimate(backend, seconds, terms, build, size)
 
 
 #: Generating a variant and loading it from the disk cache (no compile), seconds.

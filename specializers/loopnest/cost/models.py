@@ -119,7 +119,7 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
                                            parallel, st.predicate is not None))
     iterations = 0
     for lid in loops:
-        chain = _source_chain(lid, loops)
+        chain = source_chain(lid, loops)
         iterations += domain.count(chain, loops).instances
     regions, barriers, combines, imbalance = _openmp_structure(analysis, plan, small)
     footprint = 0
@@ -131,7 +131,7 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
                        footprint, work, exact, lines)
 
 
-def _source_chain(lid: int, loops) -> tuple[int, ...]:
+def source_chain(lid: int, loops) -> tuple[int, ...]:
     chain = [lid]
     while loops[chain[-1]].parent >= 0:
         chain.append(loops[chain[-1]].parent)
@@ -244,7 +244,7 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
 
 def _longest_chain(ancestors: tuple[SLoop, ...], loops) -> tuple[int, ...]:
     """The source chain of the innermost ancestor (its enclosing source loops included)."""
-    return _source_chain(ancestors[-1].lid, loops)
+    return source_chain(ancestors[-1].lid, loops)
 
 
 #: Threads the imbalance is computed for (the work split of static scheduling).

@@ -88,3 +88,37 @@ class Large(LoopKernel):
 
 #: The kernels whose generated C times the compiler, smallest first.
 COMPILE_SIZES = (Small, Medium, Large)
+
+
+# -- the device calibration (``device_probes``) ---------------------------------------------------
+
+class DeviceChain(LoopKernel):
+    """A loop carrying a dependence: one work item on a device, against the same serial C
+    (a device lane's speed)."""
+
+    def kernel(self, y, x, a):
+        for i in range(1, y.shape[0]):
+            y[i] = y[i - 1] * a + x[i]
+
+
+class DeviceWide(LoopKernel):
+    """A parallel loop around a sequential one: ``y.shape[0]`` work items of ``m`` steps each
+    (the lanes running at once)."""
+
+    def kernel(self, y, a, m):
+        for i in range(y.shape[0]):
+            for k in range(m):
+                y[i] = y[i] * a + 1.0
+
+
+class DeviceSweeps(LoopKernel):
+    """A host loop (``t``) launching two parallel sweeps (``i``) per step, a stencil and a
+    copy (which keep ``t`` outermost): the cost of a launch (small arrays), the device's
+    bandwidth (large ones), a call's fixed cost (no step)."""
+
+    def kernel(self, y, x, steps):
+        for t in range(steps):
+            for i in range(1, y.shape[0] - 1):
+                y[i] = (x[i - 1] + x[i + 1]) * 0.5
+            for i in range(1, y.shape[0] - 1):
+                x[i] = y[i]

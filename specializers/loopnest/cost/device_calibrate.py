@@ -1,0 +1,139 @@
+"""Device calibrations: measured once per machine and device, stored, offered to the model.
+
+A device backend (``opencl``, ``cuda``) is offered by the cost model only once its parameters
+are known (``cost.device.DeviceParams``): a device is too unlike the CPU, and too unlike other
+devices, for defaults to pick it well. ``params(backend)`` returns the stored calibration of
+this machine's device for ``backend`` (``asp_core.calibration``: the record
+``loopnest-device-<backend>``, keyed by the machine; OpenCL's also by ``ASP_OPENCL_DEVICE``),
+or None; where there is none and the backend's Python package is installed, it starts a quick
+calibration in a daemon thread (once per process, after the CPU's if that one is running;
+``ASP_CALIBRATE=0``: never), and the device is offered from the next process, or from this one
+once stored. ``python -m specializers.loopnest calibrate`` measures the devices too.
+
+Finding whether a device is calibrated costs no import of pyopencl or pycuda (a file read,
+once per process); a record naming a device the driver no longer offers makes the build of
+that variant fail, and the dispatcher picks the next one and says why.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import os
+import re
+import threading
+
+from asp_core import calibration
+from asp_core import config as config_module
+from asp_core.errors import AspError
+
+from .device import DeviceParams
+
+log = logging.getLogger("asp.loopnest.calibrate")
+
+RECORD = "loopnest-device"
+FORMAT = 1
+#: The device backends the cost model may offer, and the package each needs.
+PACKAGES = {"opencl": "pyopencl", "cuda": "pycuda"}
+
+
+@functools.lru_cache(maxsize=None)
+def importable(backend: str) -> bool:
+    """Whether ``backend``'s Python package is installed (not imported)."""
+    return importlib.util.find_spec(PACKAGES[backend]) is not None
+
+
+def record_name(backend: str) -> str:
+    name = f"{RECORD}-{backend}"
+    chosen = os.environ.get("ASP_OPENCL_DEVICE", "").strip() if backend == "opencl" else ""
+    if chosen:
+        name += "-" + re.sub(r"[^A-Za-z0-9]", "_", chosen)
+    return name
+
+
+def stored_record(backend: str) -> calibration.Calibration[DeviceParams] | None:
+    return calibration.load(record_name(backend), FORMAT, DeviceParams.from_json,
+                            cache_dir=config_module.current().cache_dir)
+
+
+@functools.lru_cache(maxsize=None)
+def params(backend: str) -> DeviceParams | None:
+    """The stored parameters of this machine's ``backend`` device, or None (see the module)."""
+    if not importable(backend):
+        return None
+    record = stored_record(backend)
+    if record is None:
+        if config_module.current().calibrate:
+            _start_background(backend)
+        return None
+    return record.params
+
+
+def offered() -> tuple[str, ...]:
+    """The device backends the cost model offers on this machine now."""
+    return tuple(b for b in PACKAGES if params(b) is not None)
+
+
+def clear_cache() -> None:
+    params.cache_clear()
+
+
+def store(p: DeviceParams) -> calibration.Calibration:
+    p.validate()
+    record = calibration.store(record_name(p.backend), FORMAT, p.to_json(), note=p.source,
+                               cache_dir=config_module.current().cache_dir)
+    clear_cache()
+    return record
+
+
+def calibrate(backend: str, quick: bool = False
+              ) -> tuple[DeviceParams, calibration.Calibration]:
+    """Measure ``backend``'s device and store its parameters (``BackendUnavailable`` where
+    there is none)."""
+    from . import device_probes
+    from .machine import machine
+
+    measured = device_probes.measure(backend, machine(), quick)
+    return measured, store(measured)
+
+
+_STARTED: set[str] = set()
+_LOCK = threading.Lock()
+
+
+def _start_background(backend: str) -> None:
+    with _LOCK:
+        if backend in _STARTED:
+            return
+        _STARTED.add(backend)
+    threading.Thread(target=_background, args=(backend,), daemon=True,
+                     name=f"asp-calibrate-{backend}").start()
+
+
+def _background(backend: str) -> None:
+    from . import calibrate as cpu
+
+    cpu.BACKGROUND.join()   # after the CPU's first calibration, if one runs
+    try:
+        measured, record = calibrate(backend, quick=True)
+        log.info("calibrated the %s device in the background: %s", backend,
+                 record.describe())
+    except (AspError, OSError, ValueError, RuntimeError) as exc:
+        log.info("no %s device calibration (%s: %s); the cost model does not offer it",
+                 backend, type(exc).__name__, exc)
+
+
+def status(backend: str) -> str:
+    """How the cost model stands with ``backend``'s device, in words."""
+    if not importable(backend):
+        return f"not offered: {PACKAGES[backend]} is not installed"
+    record = stored_record(backend)
+    if record is None:
+        return ("not offered: not calibrated (python -m specializers.loopnest calibrate)"
+                if not _STARTED & {backend} else "not offered yet: calibrating")
+    p = record.params
+    return (f"{p.device}: calibrated on {record.date}; {p.lanes:.0f} lanes, a lane "
+            f"{p.lane_scale:.1f}x the serial C model, launch {p.launch_ns / 1e3:.1f} us, "
+            f"lambda_X {p.lambda_x:.0f}, {p.bandwidth / 1e9:.1f} GB/s, copies "
+            f"{p.upload_bw / 1e9:.1f}/{p.download_bw / 1e9:.1f} GB/s")

@@ -1,0 +1,236 @@
+"""Calibration of a device (``cost.device.DeviceParams``), measured for real through the
+specializer's own device variants (``probe_kernels``: ``DeviceChain``, ``DeviceWide``,
+``DeviceSweeps``, forced onto the device, strict), as the ALPyNA cost model profiles its GPU
+once per machine (its section 3.4):
+
+* ``lane_scale``: ``DeviceChain`` (one work item) against the serial C model's prediction for
+  it, timed at two sizes so that the fixed costs cancel (``simple_ns``: the same nest as
+  serial C, measured);
+* ``lanes``: ``DeviceWide`` with one work item, then the same work spread over more and more:
+  the work items the device runs at once (equation 6's ``u v w``); ``units``: where work items
+  diverge, a CPU device's compute units;
+* ``launch_ns``: ``DeviceSweeps`` on one element, ``steps`` pairs of launches against none;
+  ``bandwidth``: the same on arrays of 2**23 elements (``cache_bandwidth``: on arrays that fit
+  a quarter of the device's cache); the copy bandwidth (``upload_bw``, ``download_bw``): a call
+  with no step on arrays of 2**20 elements, against one on small ones; ``transfer_ns``: copies of 8 bytes;
+  ``call_ns``: a call with no launch, less the dispatcher's own cost and its array copies;
+* ``build_s``: building ``DeviceWide``'s program once more, under a new name; ``init_s``: the
+  device's first use in this process (the driver, a context), where the calibration is it.
+
+Times are the best of a few runs (``timing.best_per_unit``). ``measure(backend)`` raises
+``BackendUnavailable`` where the backend has no device here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from .device import DeviceParams
+from .machine import MachineParams
+from .probe_kernels import DeviceChain, DeviceSweeps, DeviceWide
+from .timing import best_per_unit
+
+#: Elements of the arrays the device's bandwidth is measured on (64 MiB: beyond the caches of
+#: most machines), and of those its copies are (8 MiB. The time per byte of a copy grows with
+#: the array on PoCL here: 9.6 GB/s for arrays of 8 MiB, 3.9 for 16, 2.2 for 32, as the
+#: caches stop holding them and the allocator maps new memory for each; one bandwidth, of
+#: typical arrays, is the model's simplification.)
+LARGE = 1 << 23
+COPIED = 1 << 20
+#: Calls before the timed ones (the allocators of the host and the driver settle).
+WARMUP = 3
+
+
+def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams:
+    repeats = 3 if quick else 5
+    init_s = _init(backend)
+    name = _device_name(backend)
+
+    def timed(cases: dict) -> dict[str, float]:
+        return best_per_unit({k: (_calls(*v), 1) for k, v in cases.items()}, repeats)
+
+    # a lane against the serial C model (DeviceChain), fixed costs cancelled by two sizes
+    small, big = 1 << 10, 1 << 19
+    chain = {(kind, n): (DeviceChain(backend=kind, strict=True),
+                         (np.ones(n), np.full(n, 1e-3), 0.5))
+             for kind in (backend, "c") for n in (small, big)}
+    t = timed(chain)
+    lane = max(t[(backend, big)] - t[(backend, small)], 1e-9) / (big - small) * 1e9
+    simple_ns = max(t[("c", big)] - t[("c", small)], 1e-9) / (big - small) * 1e9
+    lane_scale = lane / _model_ns(chain[("c", big)][0], m)
+
+    # lanes: the time per work item of DeviceWide as work items double, from a number of
+    # steps that keeps one work item busy for ``target`` seconds beyond the call's fixed cost
+    target = 0.002 if quick else 0.005
+    base = timed({0: (DeviceWide(backend=backend, strict=True), (np.ones(1), 0.999, 0))})[0]
+    steps = 1 << 14
+    while True:
+        per_item_one = timed({1: (DeviceWide(backend=backend, strict=True),
+                                  (np.ones(1), 0.999, steps))})[1] - base
+        if per_item_one >= target or steps >= 1 << 30:
+            break
+        steps *= 2 if per_item_one <= 0 else max(2, int(1.5 * target / per_item_one))
+    per_item_one = max(per_item_one, 1e-9) / steps
+    # the same work spread over more and more work items (a device may run one work-group
+    # per compute unit, so the few items of a small grid share one): the most at once
+    work = per_item_one * steps   # seconds of one work item's ``steps`` steps
+    lanes, items = 1.0, 2
+    while items <= (1 << 20) and steps * 2 // items >= 1:
+        spread = max(1, steps * 2 // items)
+        seconds = timed({items: (DeviceWide(backend=backend, strict=True),
+                                 (np.ones(items), 0.999, spread))})[items] - base
+        lanes = max(lanes, items * spread / steps * work / max(seconds, 1e-9))
+        items *= 2
+
+    # launches, bandwidths, copies and a call's fixed cost (DeviceSweeps)
+    sweeps = DeviceSweeps(backend=backend, strict=True)
+    count = 200 if quick else 1000
+    cache_bytes = _cache_bytes(backend)
+    fits = int(max(64, min(cache_bytes / 8 / 8, 1 << 16)))   # two arrays in a quarter of it
+    x_small, x_large, x_fits, x_copied = np.ones(3), np.ones(LARGE), np.ones(fits), \
+        np.ones(COPIED)
+    t = timed({"none": (sweeps, (np.ones(3), x_small, 0)),
+               "launches": (sweeps, (np.ones(3), x_small, count)),
+               "copies": (sweeps, (np.ones(COPIED), x_copied, 0)),
+               "large2": (sweeps, (np.ones(LARGE), x_large, 2)),
+               "large4": (sweeps, (np.ones(LARGE), x_large, 4)),
+               "fits10": (sweeps, (np.ones(fits), x_fits, 10)),
+               "fits50": (sweeps, (np.ones(fits), x_fits, 50))})
+    launch_ns = max(t["launches"] - t["none"], 0.0) / (2 * count) * 1e9
+    # a step reads x and writes y, then reads y and writes x: 32 bytes an element (two steps
+    # against four: the first touches of new buffers, in the first step, cancel)
+    bandwidth = 32 * LARGE / max((t["large4"] - t["large2"]) / 2, 1e-9)
+    cache_bandwidth = max(bandwidth, 32 * fits / max((t["fits50"] - t["fits10"]) / 40, 1e-9))
+    # a call with no step copies x and y there and back: the copy bandwidth (both ways)
+    copy_bw = 4 * 8 * COPIED / max(t["copies"] - t["none"], 1e-9)
+
+    upload, download = _copies(backend)
+    one = np.ones(1)
+    copies = best_per_unit({"up1": (lambda n: [upload(one) for _ in range(n)], 20),
+                            "down1": (lambda n: [download(one) for _ in range(n)], 20)},
+                           repeats)
+    transfer_ns = (copies["up1"] + copies["down1"]) / 2 * 1e9
+    # a call with no launch: the dispatcher, four copies (y and x up and back), the rest
+    call_ns = max(0.0, t["none"] * 1e9 - m.dispatch_ns - 4 * transfer_ns)
+
+    return DeviceParams(
+        backend=backend, device=name, lanes=lanes, units=min(lanes, _units(backend, lanes)),
+        lane_scale=lane_scale, bandwidth=bandwidth, cache_bytes=float(cache_bytes),
+        cache_bandwidth=cache_bandwidth, launch_ns=launch_ns, call_ns=call_ns,
+        upload_bw=copy_bw, download_bw=copy_bw,
+        transfer_ns=transfer_ns, build_s=_build_seconds(backend), init_s=init_s,
+        simple_ns=simple_ns,
+        source=f"{'quick' if quick else 'full'} calibration of {name}")
+
+
+def _model_ns(kernel, m: MachineParams) -> float:
+    """The serial C model's time per instance of ``kernel``'s one statement, not vectorized
+    (after a call, which analysed it)."""
+    runner = kernel._asp_current.runners[0]
+    profile = runner.estimator.profile(runner.signature(runner.last_inputs))
+    (statement,) = profile.statements
+    return statement.features.cost(m.c_op_ns) + m.c_iteration_ns * \
+        profile.iterations / max(statement.instances, 1)
+
+
+def _units(backend: str, lanes: float) -> float:
+    """Work items at once where they diverge: a CPU device's compute units (it vectorizes
+    work items only where they run alike); a GPU's lanes."""
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        info = opencl.device()
+        return float(info.compute_units) if info.kind == "CPU" else lanes
+    return lanes
+
+
+def _cache_bytes(backend: str) -> int:
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        return opencl.device().cache or (1 << 20)
+    from asp_core.backends import cuda
+
+    return cuda.l2_cache_bytes()
+
+
+def _calls(kernel, args: tuple):
+    """``run(count)`` calling ``kernel`` on fresh copies of ``args``' arrays (made first)."""
+    for _ in range(WARMUP):   # analysed, built, its first use paid
+        kernel.kernel(*_fresh(args))
+
+    def run(count: int) -> None:
+        for _ in range(count):
+            kernel.kernel(*args)
+    return run
+
+
+def _fresh(args: tuple) -> tuple:
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+
+
+def _init(backend: str) -> float:
+    """Seconds of the device's first use, where this is it (else a typical half second)."""
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        if "pyopencl" in sys.modules and opencl._runtime.cache_info().currsize:
+            return 0.5
+        started = time.perf_counter()
+        opencl.device()
+        return time.perf_counter() - started
+    from asp_core.backends import cuda
+
+    started = time.perf_counter()
+    cuda.cuda_context()
+    return max(time.perf_counter() - started, 0.0)
+
+
+def _device_name(backend: str) -> str:
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        return opencl.device().name
+    from asp_core.backends import cuda
+
+    return cuda.device_architecture()
+
+
+def _copies(backend: str):
+    """(upload, download) of one array; a download reads a device copy made once."""
+    made: dict[int, object] = {}
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        return opencl.to_device, lambda a: opencl.from_device(
+            made.setdefault(id(a), opencl.to_device(a)), a)
+    from asp_core.backends import cuda
+
+    return cuda.to_device, lambda a: made.setdefault(id(a), cuda.to_device(a)).get()
+
+
+def _build_seconds(backend: str) -> float:
+    """Generating ``DeviceWide``'s program under a name never built before, building it and
+    running it once (a driver may compile a kernel at its first launch, as PoCL does)."""
+    import dataclasses
+
+    from ..codegen.device import device_module
+    from ..device_variants import DeviceVariant
+    from ..typeinfer import infer_types
+
+    kernel = DeviceWide(backend="python", strict=True)
+    inputs = (np.ones(4), 0.5, 2)
+    kernel.kernel(*_fresh(inputs))
+    runner = kernel._asp_current.runners[0]
+    types, _ = runner.signature(runner.last_inputs)
+    plan = runner.last_plan
+    started = time.perf_counter()
+    module = device_module("cuda" if backend == "cuda" else "opencl", runner.analysis, plan,
+                           infer_types(runner.analysis, types), types, "calibration")
+    module = dataclasses.replace(
+        module, source=f"/* build-time probe {time.time_ns()} */\n{module.source}")
+    DeviceVariant(backend, module, runner.analysis, lambda: plan, raise_beyond=True)(*inputs)
+    return time.perf_counter() - started

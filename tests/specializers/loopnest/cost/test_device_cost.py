@@ -1,0 +1,254 @@
+"""The device variants' cost terms (``cost.device``), their calibration (``cost.device_probes``,
+``cost.device_calibrate``) and how the cost model offers them."""
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from specializers.loopnest import LoopKernel
+from specializers.loopnest.cost import device_calibrate
+from specializers.loopnest.cost.device import (
+    DeviceParams, DeviceProfile, KernelLoad, cuda_params, device_cost, device_profile)
+from specializers.loopnest.cost.machine import DEFAULTS
+from tests.specializers.loopnest.test_device import needs_opencl
+
+DEVICE = DeviceParams(
+    backend="opencl", device="test device", lanes=64.0, units=4.0, lane_scale=2.0,
+    bandwidth=1e10, cache_bytes=1e6, cache_bandwidth=4e10, launch_ns=5000.0, call_ns=1e5,
+    upload_bw=1e9, download_bw=2e9, transfer_ns=1e4, build_s=0.1, init_s=0.2, simple_ns=1.0)
+
+
+class Map(LoopKernel):
+    def kernel(self, y, x):
+        for i in range(x.shape[0]):
+            y[i] = x[i] * 2.0 + 1.0
+
+
+class Sum(LoopKernel):
+    def kernel(self, x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i]
+        return s
+
+
+class Chain(LoopKernel):
+    def kernel(self, y, x):
+        for i in range(1, x.shape[0]):
+            y[i] = y[i - 1] * 0.5 + x[i]
+
+
+class Sweeps(LoopKernel):
+    """A host loop around two grid kernels."""
+
+    def kernel(self, y, x, steps):
+        for t in range(steps):
+            for i in range(1, y.shape[0] - 1):
+                y[i] = (x[i - 1] + x[i + 1]) * 0.5
+            for i in range(1, y.shape[0] - 1):
+                x[i] = y[i]
+
+
+class LU(LoopKernel):
+    """A host loop whose grids shrink with it."""
+
+    def kernel(self, a):
+        n = a.shape[0]
+        for k in range(n):
+            for i in range(k + 1, n):
+                a[i, k] = a[i, k] / a[k, k]
+            for i in range(k + 1, n):
+                for j in range(k + 1, n):
+                    a[i, j] -= a[i, k] * a[k, j]
+
+
+def profile_of(kernel, *args):
+    """The device profile of the kernel's one nest for this call (run as Python first)."""
+    kernel.kernel(*args)
+    runner = kernel._asp_current.runners[0]
+    signature = runner.signature(runner.last_inputs)
+    return runner._device_profile_of(signature, runner.estimator.profile(signature))
+
+
+def test_a_grid_kernel_runs_one_work_item_per_iteration():
+    p = profile_of(Map(backend="python"), np.zeros(1000), np.ones(1000))
+    (k,) = p.kernels
+    assert (k.launches, k.threads, k.single) == (1, 1000.0, False)
+    assert k.compute_ns > 0 and k.bytes > 0 and k.guarded_ns == 0
+    assert (p.uploaded, p.downloaded, p.copies) == (16000, 8000, 3)
+
+
+def test_a_reduction_runs_on_lanes_then_one_combining_work_item():
+    p = profile_of(Sum(backend="python"), np.ones(10000))
+    lanes, combine = p.kernels
+    assert (lanes.threads, lanes.single) == (4096.0, False)
+    assert (combine.threads, combine.single) == (1.0, True)
+    small = profile_of(Sum(backend="python"), np.ones(100)).kernels[0]
+    assert small.threads == 100.0
+    assert p.downloaded == 0   # nothing written
+
+
+def test_a_carried_loop_runs_on_one_work_item():
+    (k,) = profile_of(Chain(backend="python"), np.zeros(500), np.ones(500)).kernels
+    assert k.single and k.launches == 1
+
+
+@pytest.mark.parametrize("n, steps", [(10, 0), (10, 7), (1000, 3)])
+def test_host_loops_launch_their_kernels_once_per_iteration(n, steps):
+    p = profile_of(Sweeps(backend="python"), np.zeros(n), np.ones(n), steps)
+    if steps:
+        assert [(k.launches, k.threads) for k in p.kernels] == [(steps, n - 2.0)] * 2
+    else:   # no launch at all
+        assert all(k.launches * k.threads == 0 for k in p.kernels)
+        assert device_cost(p, DEVICE)[1]["launches"] == 0
+
+
+def test_a_triangular_host_loop_counts_its_work_items_exactly():
+    n = 50
+    column, rest = profile_of(LU(backend="python"), np.ones((n, n)) + np.eye(n) * n).kernels
+    assert column.launches == rest.launches == n
+    assert column.threads * n == pytest.approx(n * (n - 1) / 2)   # sum of n - 1 - k
+    assert rest.threads * n == pytest.approx((n - 1) * n * (2 * n - 1) / 6)   # of its square
+
+
+def test_a_single_launch_costs_a_launch_plus_its_run():
+    k = KernelLoad(1, 6400.0, compute_ns=6400 * 10.0, guarded_ns=0.0, bytes=0.0)
+    seconds, terms = device_cost(DeviceProfile((k,), 0.0, 0.0, 0, 0.0), DEVICE)
+    run = 6400 / 64 * 10.0 * 2.0   # waves of 64 lanes, 10 ns a work item, lane scale 2
+    assert terms["launches"] == pytest.approx(5000e-9)
+    assert terms["compute"] == pytest.approx(run * 1e-9)
+    assert seconds == pytest.approx((5000 + run + 1e5) * 1e-9)
+
+
+def test_diverging_statements_run_on_the_units_not_the_lanes():
+    k = KernelLoad(1, 6400.0, compute_ns=6400 * 10.0, guarded_ns=6400 * 10.0, bytes=0.0)
+    _, terms = device_cost(DeviceProfile((k,), 0.0, 0.0, 0, 0.0), DEVICE)
+    assert terms["compute"] == pytest.approx(6400 / 4 * 10.0 * 2.0 * 1e-9)
+
+
+@pytest.mark.parametrize("work_ns, bound", [(1.0, "launch"), (1e6, "run")])
+def test_a_host_loop_costs_the_larger_of_a_launch_and_a_run_per_iteration(work_ns, bound):
+    k = KernelLoad(100, 64.0, compute_ns=100 * 64 * work_ns, guarded_ns=0.0, bytes=0.0)
+    seconds, terms = device_cost(DeviceProfile((k,), 0.0, 0.0, 0, 0.0), DEVICE)
+    run = work_ns * 2.0
+    expected = 100 * (5000.0 if bound == "launch" else run)
+    assert seconds - DEVICE.call_ns * 1e-9 == pytest.approx(expected * 1e-9)
+    assert sum(terms.values()) == pytest.approx(seconds)
+    assert terms["host-device overlap"] < 0
+
+
+def test_transfers_and_the_memory_roofline():
+    k = KernelLoad(1, 1.0e6, compute_ns=1.0, guarded_ns=0.0, bytes=8e6)
+    big = DeviceProfile((k,), 2e6, 1e6, 3, footprint=2e6)
+    _, terms = device_cost(big, DEVICE)
+    assert terms["transfers"] == pytest.approx(2e6 / 1e9 + 1e6 / 2e9 + 3 * 1e4 * 1e-9)
+    assert terms["memory"] == pytest.approx(8e6 / 1e10)      # beyond the cache
+    small = dataclasses.replace(big, footprint=1e5)
+    assert device_cost(small, DEVICE)[1]["memory"] == pytest.approx(8e6 / 4e10)
+
+
+def test_parameters_round_trip_and_reject_nonsense():
+    assert DeviceParams.from_json(json.loads(json.dumps(DEVICE.to_json()))) == DEVICE
+    for bad in ({"lanes": 0.5}, {"bandwidth": -1.0}, {"launch_ns": math.nan},
+                {"device": 3}):
+        with pytest.raises(ValueError):
+            DeviceParams.from_json({**DEVICE.to_json(), **bad})
+    with pytest.raises(ValueError):
+        DeviceParams.from_json({**DEVICE.to_json(), "extra": 1})
+    assert DEVICE.lambda_x == pytest.approx(5000.0 / (1.0 * 2.0 / 64.0))
+
+
+def test_cuda_parameters_from_the_device_attributes():
+    h100 = {"MULTIPROCESSOR_COUNT": 132, "WARP_SIZE": 32, "COMPUTE_CAPABILITY_MAJOR": 9,
+            "CLOCK_RATE": 1_980_000, "MEMORY_CLOCK_RATE": 2_619_000,
+            "GLOBAL_MEMORY_BUS_WIDTH": 5120, "L2_CACHE_SIZE": 50 << 20}
+    p = cuda_params(h100, "NVIDIA H100")
+    p.validate()
+    assert p.lanes == p.units == 132 * 4 * 32
+    assert 3.0e12 < p.bandwidth < 3.6e12     # HBM3: 3.35 TB/s
+    assert p.cache_bytes == 50 << 20
+
+
+# -- the model offers a device only once it is calibrated ---------------------------------------
+
+@pytest.fixture
+def device_store(tmp_path, monkeypatch):
+    """A cache folder of the test's own, and the device records read afresh."""
+    monkeypatch.setenv("ASP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ASP_OPENCL_DEVICE", raising=False)
+    device_calibrate.clear_cache()
+    monkeypatch.setattr(device_calibrate, "importable", lambda backend: backend == "opencl")
+    yield
+    device_calibrate.clear_cache()
+
+
+def labels(kernel, *args):
+    kernel.kernel(*args)
+    decision = kernel._asp_current.runners[0].last_decision
+    return {e.label: e for e in decision.estimates}
+
+
+def test_an_uncalibrated_device_is_not_offered(device_store):
+    assert device_calibrate.params("opencl") is None   # (ASP_CALIBRATE=0: nor measured)
+    assert "opencl" not in labels(Map(strict=True), np.zeros(5000), np.ones(5000))
+    assert "not calibrated" in device_calibrate.status("opencl")
+
+
+def test_a_calibrated_device_is_offered_with_its_terms(device_store):
+    device_calibrate.store(DEVICE)
+    found = labels(Map(strict=True), np.zeros(5000), np.ones(5000))
+    estimate = found["opencl"]
+    assert estimate.build_s > 0 and {"transfers", "launches", "compute"} <= set(estimate.terms)
+    assert estimate.seconds == pytest.approx(sum(estimate.terms.values()))
+
+
+def test_explain_shows_the_device_prediction(device_store):
+    device_calibrate.store(DEVICE)
+    kernel = Map(strict=True)
+    kernel.kernel(np.zeros(5000), np.ones(5000))
+    text = str(kernel.explain(np.zeros(5000), np.ones(5000)))
+    line = next(line for line in text.splitlines() if line.strip().startswith(("opencl",
+                                                                              "-> opencl")))
+    assert "transfers" in line and "launches" in line
+
+
+def test_a_corrupt_device_record_is_ignored(device_store):
+    record = device_calibrate.store(DEVICE)
+    record.path.write_text("{ not json")
+    device_calibrate.clear_cache()
+    assert device_calibrate.params("opencl") is None
+    record.path.write_text(json.dumps({"params": {"lanes": "many"}}))
+    device_calibrate.clear_cache()
+    assert device_calibrate.params("opencl") is None
+    assert "opencl" not in labels(Map(strict=True), np.zeros(100), np.ones(100))
+
+
+@needs_opencl
+def test_a_device_the_model_prices_fastest_runs_and_is_right(device_store):
+    """A (fictitious) device calibrated as free: the model picks it, and the call, on the
+    real OpenCL device here, computes what the original code does."""
+    free = dataclasses.replace(DEVICE, lanes=1e6, units=1e6, lane_scale=1e-6, launch_ns=0.0,
+                               call_ns=0.0, upload_bw=1e15, download_bw=1e15, transfer_ns=0.0,
+                               build_s=0.0, init_s=0.0, bandwidth=1e15, cache_bandwidth=1e15)
+    device_calibrate.store(free)
+    kernel = Map(strict=True)
+    ran = set()
+    for _ in range(6):
+        y, x = np.zeros(200_000), np.arange(200_000.0)
+        kernel.kernel(y, x)
+        assert np.array_equal(y, x * 2.0 + 1.0)
+        ran.add(kernel.last_call.nests[0].backend)
+    assert "opencl" in ran
+
+
+@needs_opencl
+def test_the_calibration_measures_this_device(device_store):
+    measured = device_calibrate.calibrate("opencl", quick=True)[0]
+    measured.validate()
+    assert measured.lanes >= 1 and measured.units >= 1 and measured.launch_ns > 0
+    assert device_calibrate.params("opencl") == measured
+    assert measured.device in device_calibrate.status("opencl")
+    assert DEFAULTS.c_op_ns   # (the C model it is measured against)
