@@ -112,8 +112,18 @@ def child_env(rule: bool) -> dict[str, str]:
     return env
 
 
-CALIBRATE_SCRIPT = ("from specializers.loopnest.cost.calibrate import ensure; "
-                    "print(ensure(background=False))")
+CALIBRATE_SCRIPT = """
+from specializers.loopnest.cost import device_calibrate
+from specializers.loopnest.cost.calibrate import ensure
+print(ensure(background=False))
+for backend in device_calibrate.PACKAGES:   # the devices the model may offer, measured once
+    if device_calibrate.importable(backend) and device_calibrate.stored_record(backend) is None:
+        try:
+            device_calibrate.calibrate(backend, quick=True)
+        except Exception:  # no device: it is not offered
+            pass
+    print(f"; {backend}: {device_calibrate.status(backend)}", end="")
+"""
 
 
 def ensure_calibration() -> str:
@@ -571,7 +581,16 @@ def summarize(points: Sequence[Point], who: str) -> dict:
         return {"geomean": None, "max": None, "mispredicted": 0, "points": 0}
     return {"geomean": math.exp(sum(map(math.log, penalties)) / len(penalties)),
             "max": max(penalties),
-            "mispredicted": sum(x > THRESHOLD for x in penalties), "points": len(penalties)}
+            "mispredicted": sum(x > THRESHOLD for x in penalties), "points": len(penalties),
+            "device_fastest": sum(p.oracle in DEVICES for p in points),
+            "device_chosen": sum(any(d in p.choice.get(who, "") for d in DEVICES)
+                                 for p in points),
+            "device_right": sum(p.oracle in DEVICES and p.oracle in p.choice.get(who, "")
+                                for p in points)}
+
+
+#: The device variants, whose share of the fastest and of the choices is reported.
+DEVICES = ("opencl", "cuda")
 
 
 def _mode_summary(mode: str, points: Sequence[Point]) -> str:
@@ -582,7 +601,14 @@ def _mode_summary(mode: str, points: Sequence[Point]) -> str:
             parts.append(f"{title}: geomean {s['geomean']:.3f}, max {s['max']:.2f}, "
                          f"mispredicted {s['mispredicted']} of {s['points']} "
                          f"({s['mispredicted'] / s['points']:.0%})")
-    return f"   {mode}: " + "; ".join(parts)
+    line = f"   {mode}: " + "; ".join(parts)
+    timed = [p for p in points if any(d in p.times for d in DEVICES)]
+    if timed:
+        s = summarize(timed, DEFAULT)
+        line += (f"\n   {mode}: a device variant was the fastest at {s['device_fastest']} of "
+                 f"{len(timed)} points where one was timed; the ACM chose one at "
+                 f"{s['device_chosen']} (rightly at {s['device_right']})")
+    return line
 
 
 def final_line(modes: Sequence[Mode], who: str) -> str:

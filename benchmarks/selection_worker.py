@@ -8,7 +8,7 @@ Commands (one JSON object per line, ``op`` naming it):
 
 * ``load`` ``{example, n, contenders}``: make the inputs and the kernels (the previous size's
   go first); a contender is ``python`` (the original code, ``Cls().original_kernel``), ``c``,
-  ``openmp@K`` (forced, strict), ``acm`` or ``rule`` (``Cls()``: the default choice, which is
+  ``openmp@K``, ``opencl`` (forced, strict), ``acm`` or ``rule`` (``Cls()``: the default choice, which is
   the fixed rule in a worker started with ``ASP_SELECTION=fixed``);
 * ``burst`` ``{name, seconds}``: call back to back for ``seconds`` (once at least): the best
   and median time, the choices made;
@@ -101,8 +101,30 @@ def thread_counts() -> list[int]:
     return list(range(2, len(os.sched_getaffinity(0)) + 1))
 
 
+def device_variants() -> list[str]:
+    """Device variants to time: ``opencl`` where pyopencl finds a device here (PoCL on this
+    machine's CPU). Asked once, of a child process (the driver's first use stays out of the
+    benchmark's own process and out of every worker that does not time it)."""
+    if _DEVICES is None:
+        import subprocess
+
+        probe = "from asp_core.backends import opencl; print(opencl.device().name)"
+        try:
+            done = subprocess.run([sys.executable, "-c", probe], capture_output=True,
+                                  text=True, timeout=120, cwd=os.path.dirname(
+                                      os.path.dirname(os.path.abspath(__file__))))
+            found = ["opencl"] if done.returncode == 0 else []
+        except subprocess.TimeoutExpired:
+            found = []
+        globals()["_DEVICES"] = found
+    return list(_DEVICES)
+
+
+_DEVICES: list[str] | None = None
+
+
 def forced_variants() -> list[str]:
-    return ["python", "c"] + [f"openmp@{k}" for k in thread_counts()]
+    return ["python", "c"] + [f"openmp@{k}" for k in thread_counts()] + device_variants()
 
 
 # -- kernels and calls ---------------------------------------------------------------------------
@@ -113,6 +135,8 @@ def _make_kernel(cls, contender: str) -> tuple[Any, Callable]:
         return None, cls().original_kernel
     if contender == "c":
         kernel = cls(backend="c", strict=True)
+    elif contender == "opencl":
+        kernel = cls(backend="opencl", strict=True)
     elif contender.startswith("openmp@"):
         kernel = cls(backend="openmp", num_threads=int(contender.split("@")[1]), strict=True)
     elif contender in (DEFAULT, RULE):
