@@ -139,10 +139,13 @@ class Loop(Stmt):
 
 @dataclass(frozen=True)
 class Nest(Node):
-    """One top-level loop nest of a kernel (``index`` counts nests in source order)."""
+    """One top-level loop nest of a kernel (``index`` counts nests in source order);
+    ``reordered``: a call inlined into it evaluates its arguments in another order than Python
+    would (``inlining``), so an error must be raised by the original code, run again."""
 
     index: int
     loop: Loop
+    reordered: bool = False
 
 
 def statements(node: Node) -> list[Assign]:

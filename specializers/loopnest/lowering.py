@@ -7,7 +7,8 @@ Accepted (anything else raises ``UnsupportedConstruct`` naming the construct and
   scalar names; ``if``/``elif``/``else``; ``pass``;
 * constants, names, ``self.x`` attributes, ``A.shape[k]``, ``len(A)``, ``math``/``numpy``
   constants, arithmetic (``+ - * / // % **``), unary ``- + not``, comparisons (chains too),
-  ``and``/``or``, conditional expressions, and calls of the pure functions in ``intrinsics``.
+  ``and``/``or``, conditional expressions, and calls of the pure functions in ``intrinsics``
+  and of the user's own one-expression functions, inlined (``inlining``).
 
 Names are resolved against the kernel's locals and free variables: a local name is a value of
 the kernel; a free name that is ``range``, ``len``, a module or an intrinsic is recognised by
@@ -27,9 +28,12 @@ from asp_core.frontend import FunctionAST
 from asp_core.visitors import NodeVisitor
 
 from . import dast as d
-from . import intrinsics
+from . import inlining, intrinsics
 
 RESERVED_PREFIX = "__asp"
+#: Temporaries holding the arguments of inlined calls that are evaluated first (``inline``).
+ARGUMENT_PREFIX = "__asp_a"
+_MISSING = object()
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
            ast.Mod: "%", ast.Pow: "**"}
@@ -59,16 +63,33 @@ class KernelContext:
 
 def lower_nest(ctx: KernelContext, node: ast.For, index: int) -> d.Nest:
     """The DAST of the top-level loop ``node`` (the ``index``-th nest of the kernel)."""
-    lowering = _Lowering(ctx)
+    lowering = _Lowering(ctx, node)
     loop = lowering.loop(node, set())
-    return d.Nest(index, loop, loc=ctx.fa.location(node))
+    if lowering.pending:   # (a temporary would have to precede the nest itself)
+        raise lowering.unsupported(node.iter, "call", "an inlined call in the nest's own range() "
+                                   "whose arguments must be evaluated first")
+    return d.Nest(index, loop, lowering.reordered, loc=ctx.fa.location(node))
+
+
+@dataclass
+class _Inlined:
+    """A helper's body being lowered in place of its call (``inlining``)."""
+
+    helper: inlining.Helper
+    values: dict[str, d.Expr]           # parameter -> its argument, lowered
+    arrays: dict[str, str | None]       # parameter -> the array its argument names, if one
 
 
 class _Lowering(NodeVisitor):
-    def __init__(self, ctx: KernelContext):
+    def __init__(self, ctx: KernelContext, nest: ast.For | None = None):
         self.ctx = ctx
+        self.nest = nest
         self.next_sid = 0
         self.next_lid = 0
+        self.inlined: list[_Inlined] = []   # the helpers being inlined, innermost last
+        self.reordered = False   # an inlined call evaluates its arguments out of order
+        self.pending: list[d.Stmt] = []   # temporaries of the statement being lowered
+        self.next_temp = 0
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -80,7 +101,15 @@ class _Lowering(NodeVisitor):
         return UnsupportedConstruct(message, self.loc(node), construct)
 
     def resolve(self, name: str) -> Any:
-        """The object a free name refers to (None for kernel locals and unknown names)."""
+        """The object a free name refers to (None for kernel locals, a helper's parameters
+        and unknown names); inside a module-level helper, the name in its module."""
+        if self.inlined:
+            scope = self.inlined[-1]
+            if name in scope.values:
+                return None
+            if scope.helper.own_module is not None:
+                found = scope.helper.own_module.get(name, _MISSING)
+                return vars(builtins).get(name) if found is _MISSING else found
         if name in self.ctx.local_names:
             return None
         return self.ctx.free.get(name)
@@ -124,7 +153,10 @@ class _Lowering(NodeVisitor):
     def block(self, stmts: list[ast.stmt], enclosing: set[str]) -> tuple[d.Stmt, ...]:
         out: list[d.Stmt] = []
         for stmt in stmts:
+            outer, self.pending = self.pending, []
             lowered = self.statement(stmt, enclosing)
+            out += self.pending   # arguments of inlined calls evaluated first (``inline``)
+            self.pending = outer
             if lowered is not None:
                 out.append(lowered)
         return tuple(out)
@@ -208,6 +240,19 @@ class _Lowering(NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> d.Expr:
         self.check_name(node, node.id)
+        if self.inlined:
+            scope = self.inlined[-1]
+            if node.id in scope.values:
+                return scope.values[node.id]
+            helper = scope.helper
+            if helper.own_module is not None and not isinstance(
+                    self.resolve(node.id), types.ModuleType) and (
+                    not helper.same_globals or node.id in self.ctx.local_names or
+                    node.id not in helper.own_module or
+                    node.id in self.ctx.fa.func.__code__.co_freevars):
+                raise self.unsupported(node, "name", f"'{helper.name}' reads '{node.id}', a "
+                                       "global of its module that the nest cannot read as "
+                                       "the helper does")
         obj = self.resolve(node.id)
         if isinstance(obj, types.ModuleType) or (callable(obj) and not _is_value(obj)):
             raise self.unsupported(node, "name", f"'{node.id}' refers to a "
@@ -256,6 +301,11 @@ class _Lowering(NodeVisitor):
         return d.ArrayRef(array, tuple(self.expr(i) for i in indices), loc=self.loc(node))
 
     def array_name(self, node: ast.expr) -> str:
+        if isinstance(node, ast.Name) and self.inlined and node.id in self.inlined[-1].arrays:
+            array = self.inlined[-1].arrays[node.id]
+            if array is None:
+                raise self.unsupported(node, "subscript", f"'{node.id}' is not given an array")
+            return array
         if isinstance(node, ast.Name):
             self.check_name(node, node.id)
             obj = self.resolve(node.id)
@@ -310,6 +360,9 @@ class _Lowering(NodeVisitor):
             return d.Shape(self.array_name(node.args[0]), 0, loc=self.loc(node))
         entry = intrinsics.by_object(obj) if obj is not None else None
         if entry is None:
+            helper = self.helper(node)
+            if helper is not None:
+                return self.inline(node, helper)
             raise self.unsupported(node, "call", f"'{ast.unparse(node.func)}' is not a known "
                                    "pure function (see the README's supported subset)")
         if not entry.min_args <= len(node.args) <= entry.max_args:
@@ -318,6 +371,59 @@ class _Lowering(NodeVisitor):
         if entry.name == "bool" and _is_truth_value(args[0]):
             return args[0]
         return d.Call(entry.name, args, loc=self.loc(node))
+
+    def helper(self, node: ast.Call) -> inlining.Helper | None:
+        """The user's function ``node`` calls, to inline, or None where it calls none."""
+        if not isinstance(node.func, ast.Name):
+            return None
+        name = node.func.id
+        own = self.inlined[-1].helper.own_module if self.inlined else None
+        try:
+            if own is None and name in self.ctx.local_names:
+                if self.inlined and name in self.inlined[-1].values:
+                    return None   # a parameter: not a function
+                return inlining.nested_helper(self.ctx.fa.tree, name, self.nest)
+            return inlining.module_helper(name, self.resolve(name), self.ctx.fa.func.__globals__)
+        except inlining.NotInlinable as exc:
+            raise self.unsupported(node, "call", f"'{name}' cannot be inlined: {exc}") from None
+
+    def inline(self, node: ast.Call, helper: inlining.Helper) -> d.Expr:
+        """``helper``'s body in place of the call ``node`` (``inlining``)."""
+        if any(scope.helper.key == helper.key for scope in self.inlined):
+            raise self.unsupported(node, "call", f"'{helper.name}' is recursive")
+        if len(self.inlined) >= inlining.MAX_DEPTH:
+            raise self.unsupported(node, "call", f"calls nested more than "
+                                   f"{inlining.MAX_DEPTH} deep")
+        try:
+            in_order, hoisted = inlining.evaluation_order(helper, list(node.args))
+        except inlining.NotInlinable as exc:
+            raise self.unsupported(node, "call", f"'{helper.name}' cannot be inlined: {exc}"
+                                   ) from None
+        self.reordered |= not in_order
+        values = {}
+        for param, arg in zip(helper.params, node.args):
+            value = self.expr(arg)
+            if param in hoisted:   # evaluated first, into a temporary of the nest
+                self.next_temp += 1
+                temp = d.Var(f"{ARGUMENT_PREFIX}{self.next_temp}", loc=self.loc(arg))
+                self.pending.append(self.assign(arg, temp, value, None))
+                value = temp
+            values[param] = value
+        arrays = {p: self._array_argument(a) for p, a in zip(helper.params, node.args)}
+        self.inlined.append(_Inlined(helper, values, arrays))
+        try:
+            return self.expr(helper.body)
+        finally:
+            self.inlined.pop()
+
+    def _array_argument(self, node: ast.expr) -> str | None:
+        """The array an argument names (a name that is not a module or function), or None."""
+        if not isinstance(node, ast.Name):
+            return None
+        if self.inlined and node.id in self.inlined[-1].arrays:
+            return self.inlined[-1].arrays[node.id]
+        obj = self.resolve(node.id)
+        return None if isinstance(obj, types.ModuleType) or callable(obj) else node.id
 
     def callee(self, func: ast.expr) -> Any:
         if isinstance(func, ast.Name):

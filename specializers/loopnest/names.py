@@ -19,6 +19,7 @@ from asp_core.errors import UnsupportedConstruct
 
 from . import dast as d
 from .ifconvert import PREDICATE_PREFIX
+from .lowering import ARGUMENT_PREFIX
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,12 @@ def nest_names(nest: d.Nest) -> NestNames:
                 written.setdefault(name, stmt)
 
     visit(nest.loop, frozenset())
-    temps = tuple(sorted((n for n in written if n.startswith(PREDICATE_PREFIX)),
-                         key=lambda n: int(n[len(PREDICATE_PREFIX):])))
-    scalars = tuple(sorted(n for n in written if not n.startswith(PREDICATE_PREFIX)))
+    # the nest's own temporaries: if-conversion's predicates, inlined calls' arguments
+    internal = (PREDICATE_PREFIX, ARGUMENT_PREFIX)
+    temps = tuple(sorted((n for n in written if n.startswith(internal)),
+                         key=lambda n: (n[:len(PREDICATE_PREFIX)],
+                                        int(n[len(PREDICATE_PREFIX):]))))
+    scalars = tuple(sorted(n for n in written if not n.startswith(internal)))
     for name, node in arrays.items():
         if name in written or name in read or name in all_loop_vars:
             raise _error(node, "array name", f"'{name}' is used both as an array and as a scalar")

@@ -57,7 +57,8 @@ class NestAnalysis:
     required: tuple[str, ...]  # outputs whose value on entry is read (must be bound)
     ranks: dict[str, int]      # number of subscripts each indexed array takes
     live: frozenset[str]       # names the kernel reads outside this nest
-    guarded: bool = False      # inside a try or with: the kernel may go on after it raises
+    guarded: bool = False      # inside a try or with: the kernel may go on after it raises;
+                               # or an inlined call is out of order: errors rerun the original
 
     @functools.cached_property
     def live_loop_vars(self) -> tuple[str, ...]:
@@ -242,8 +243,9 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
     except UnsupportedConstruct as exc:
         return RejectedNest(index, node, exc)
     required = tuple(s for s in names.scalars if _read_on_entry(nest, s))
+    # an inlined call out of Python's order: its errors come from the original code, as in try
     return NestAnalysis(index, node, nest, names, access, scalars, required, ranks, live,
-                        guarded)
+                        guarded or nest.reordered)
 
 
 def array_ranks(access: AccessInfo) -> dict[str, int]:

@@ -96,12 +96,14 @@ def suffix(ty: Ty) -> str:
 
 def c_identifier(name: str) -> str:
     """A C identifier for a Python name (``self.n`` -> ``self__n``; if-conversion's
-    ``__asp_p1`` is ``asp_pred1``). A name the generated code or its headers could already
+    ``__asp_p1`` is ``asp_pred1``, an inlined call's ``__asp_a1`` ``asp_arg1``). A name the generated code or its headers could already
     use gets a ``_`` appended: C keywords, math functions, type names (``*_t``), macros
     (``INT64_MAX``, ``NAN``), the runtime's ``asp_``/``omp_`` names, and the extents and
     strides of arrays (``A_n0``, ``A_s1``)."""
     if name.startswith("__asp_p"):
         return "asp_pred" + name[len("__asp_p"):]
+    if name.startswith("__asp_a"):   # an inlined call's argument (``lowering.inline``)
+        return "asp_arg" + name[len("__asp_a"):]
     ident = name.replace(".", "__")
     if ident in C_RESERVED or ident in C_MATH or _VECTOR_TYPE.fullmatch(ident) or \
             (ident[-1] in "fl" and ident[:-1] in C_MATH) or \

@@ -53,11 +53,19 @@ def assert_same_as_python(kernel, *args: Any) -> Any:
     return kernel.last_call
 
 
+#: The relative difference reordered float32 reductions may make (float64's is ``rtol``): the
+#: same ~1e-9 of a float64 sum of a few hundred terms is ~100 ulps of float32, 1e-5.
+FLOAT32_RTOL = 1e-5
+
+
 def close(a: Any, b: Any, rtol: float = 1e-9) -> bool:
     """Like ``identical``, but floating-point values may differ by the rounding of reordered
-    reductions (the only difference a parallel order may make)."""
+    reductions (the only difference a parallel order may make); float32 values by
+    ``FLOAT32_RTOL`` at least."""
     if isinstance(a, (tuple, list)):
         return type(a) is type(b) and len(a) == len(b) and all(close(x, y, rtol) for x, y in zip(a, b))
+    if getattr(a, "dtype", None) == np.float32:
+        rtol = max(rtol, FLOAT32_RTOL)
     if isinstance(a, np.ndarray) and a.dtype.kind == "f":
         return isinstance(b, np.ndarray) and a.shape == b.shape and \
             bool(np.allclose(a, b, rtol=rtol, atol=rtol, equal_nan=True))
