@@ -13,6 +13,7 @@ from specializers.loopnest.cost import device_calibrate
 from specializers.loopnest.cost.device import (
     DeviceParams, DeviceProfile, KernelLoad, cuda_params, device_cost, device_profile)
 from specializers.loopnest.cost.machine import DEFAULTS
+from specializers.loopnest.cost.probe_kernels import DeviceSweeps as Sweeps  # a host loop
 from tests.specializers.loopnest.test_device import needs_opencl
 
 DEVICE = DeviceParams(
@@ -39,17 +40,6 @@ class Chain(LoopKernel):
     def kernel(self, y, x):
         for i in range(1, x.shape[0]):
             y[i] = y[i - 1] * 0.5 + x[i]
-
-
-class Sweeps(LoopKernel):
-    """A host loop around two grid kernels."""
-
-    def kernel(self, y, x, steps):
-        for t in range(steps):
-            for i in range(1, y.shape[0] - 1):
-                y[i] = (x[i - 1] + x[i + 1]) * 0.5
-            for i in range(1, y.shape[0] - 1):
-                x[i] = y[i]
 
 
 class LU(LoopKernel):
