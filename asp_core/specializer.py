@@ -10,8 +10,11 @@ means the plain function, unless ``build`` makes something else for it):
   that backend cannot serve this call: the machinery then tries the next backend in
   ``backends``, and in the end runs the plain Python function.
 
-Each fallback names its cause in a ``FallbackWarning``, issued once per cause; ``strict=True``
-raises ``SpecializationError`` instead of running plain Python. ``ASP_BACKEND`` forces one
+Each fallback names its cause in a ``FallbackWarning``, attributed to the user's call of the
+specialized function (the first frame outside the packages that registered themselves as
+internal, ``internal_code``) and so shown once per call site and cause under Python's default
+warning filters (``simplefilter("always")`` shows every one); the ``asp`` logger records it at
+DEBUG. ``strict=True`` raises ``SpecializationError`` instead of running plain Python. ``ASP_BACKEND`` forces one
 backend, ``ASP_DISABLE_JIT=1`` runs everything as plain Python, and ``ASP_DUMP_DIR`` (or the
 ``dump_dir`` argument) writes generated source and intermediate forms to a folder.
 """
@@ -93,22 +96,57 @@ class _Failure:
 RETRY_ENVIRONMENT_S = 2.0
 
 
-_WARNED: set[tuple[str, str]] = set()
+#: Folders whose code is the framework's own (a warning is attributed to the first frame
+#: outside them), and the prefix of generated code's file names.
+_INTERNAL: list[str] = [str(Path(__file__).resolve().parent)]
+GENERATED_PREFIX = "<asp"
 
 
-def warn_once(owner: str, cause: str, *, stacklevel: int = 3) -> None:
-    """Issue a ``FallbackWarning`` for ``cause`` unless ``owner`` already warned about it."""
-    if (owner, cause) in _WARNED:
-        log.debug("%s: %s", owner, cause)
-        return
-    _WARNED.add((owner, cause))
-    log.warning("%s: %s", owner, cause)
-    warnings.warn(f"{owner}: {cause}", FallbackWarning, stacklevel=stacklevel)
+def internal_code(folder: str | Path) -> None:
+    """Register a specializer package's folder as the framework's own code (its frames are
+    skipped when a warning is attributed to the user's code)."""
+    path = str(Path(folder).resolve())
+    if path not in _INTERNAL:
+        _INTERNAL.append(path)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the user's call into the framework: the frame just outside the
+    outermost internal frame (the user's own kernel, run by the framework, is inside)."""
+    frame = sys._getframe(2)   # warn_once's caller: stacklevel 2 of its warnings.warn
+    level, outermost = 2, None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(GENERATED_PREFIX) or any(
+                name.startswith(folder) for folder in _INTERNAL):
+            outermost = level
+        frame = frame.f_back
+        level += 1
+    return outermost + 1 if outermost is not None else 2
+
+
+def warn_once(owner: str, cause: str) -> None:
+    """A ``FallbackWarning`` for ``cause``, attributed to the user's call (see the module):
+    Python's warning filters decide how often it shows (the default: once per call site)."""
+    log.debug("%s: %s", owner, cause)
+    warnings.warn(f"{owner}: {cause}", FallbackWarning, stacklevel=_user_stacklevel())
+
+
+def _strict_error(owner: str, reason: str, error: AspError | None) -> SpecializationError:
+    """The error a strict specializer raises: the cause's location said once, in front."""
+    location = error.location if error else None
+    if location is not None:
+        reason = reason.replace(f"{location}: ", "", 1)
+    return SpecializationError(f"{owner}: {reason}", location)
 
 
 def clear_warnings() -> None:
-    """Forget which causes were already reported (each will warn again once)."""
-    _WARNED.clear()
+    """Forget which warnings were shown (Python's registries of the callers' modules), so
+    that each shows again (tests)."""
+    for module in list(sys.modules.values()):
+        registry = getattr(module, "__warningregistry__", None)
+        if isinstance(registry, dict):
+            registry.clear()
 
 
 def describe(error: AspError) -> str:
@@ -282,7 +320,7 @@ class Specializer:
         if failures:
             reasons = _reasons(failures)
             if found.backend == PYTHON and self.strict:
-                raise SpecializationError(f"{self.name}: {reasons}", failures[-1].error.location)
+                raise _strict_error(self.name, reasons, failures[-1].error)
             warn_once(self.name, f"ran on {found.backend}: {reasons}")
             self.last_call = CallRecord(found.backend, reasons)
         else:
@@ -354,8 +392,7 @@ class Specializer:
 
     def _fallback(self, reason: str, args, kwargs, error: AspError | None = None) -> Any:
         if self.strict:
-            raise SpecializationError(f"{self.name}: {reason}",
-                                      error.location if error else None) from error
+            raise _strict_error(self.name, reason, error) from error
         warn_once(self.name, f"running plain Python: {reason}")
         self.last_call = CallRecord(PYTHON, reason)
         return self.run_python(args, kwargs)

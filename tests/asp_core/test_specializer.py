@@ -59,7 +59,7 @@ def test_fallback_to_next_backend_names_the_cause(monkeypatch):
     assert len(caught) == 1 and "no fast hardware" in str(caught[0].message)
 
 
-def test_fallback_to_python_warns_once_per_cause(monkeypatch):
+def test_fallback_to_python_warns_at_the_callers_line_once_by_default(monkeypatch):
     err = UnsupportedConstruct("while loop", SourceLocation("k.py", 7, 4))
     monkeypatch.setattr(Toy, "broken", {"fast": err, "slower": CompileError("boom")})
     spec = Toy(double, config=Config())
@@ -67,9 +67,15 @@ def test_fallback_to_python_warns_once_per_cause(monkeypatch):
     assert result == 10 and spec.last_call.backend == "python"
     assert "k.py:7:4: while loop" in spec.last_call.fallback
     assert len(caught) == 1 and "running plain Python" in str(caught[0].message)
+    assert caught[0].filename == __file__   # the caller's line, not the framework's
     result, caught = run(spec, 6)
-    assert result == 12 and caught == []  # same cause: no second warning
+    assert result == 12 and len(caught) == 1  # simplefilter("always"): every time
     assert len(spec.builds) == 2  # failures are remembered too
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")   # Python's default: once per call site
+        for k in range(3):
+            spec(k)
+    assert len([w for w in caught if issubclass(w.category, FallbackWarning)]) == 1
 
 
 def test_strict_raises_instead_of_falling_back(monkeypatch):
@@ -167,6 +173,6 @@ def test_a_fault_of_the_environment_is_retried_after_a_while(monkeypatch):
     flaky = Flaky(lambda x: "python")
     with pytest.warns(sp.FallbackWarning, match="cannot be used"):
         assert flaky(1) == "python"
-    assert flaky(1) == "python" and builds == ["c"]      # remembered for a while
+        assert flaky(1) == "python" and builds == ["c"]      # remembered for a while
     clock[0] += sp.RETRY_ENVIRONMENT_S
     assert flaky(1) == "compiled" and builds == ["c", "c"]

@@ -4,7 +4,9 @@ Every kernel runs with strict=True (a silent fallback cannot pass) and is compar
 with the method run as written (the oracle).
 """
 
+import logging
 import math
+import sys
 import warnings
 from pathlib import Path
 
@@ -165,13 +167,38 @@ def test_unsupported_nest_in_strict_mode_raises():
     assert info.value.line == Unsupported.kernel.__wrapped__.__code__.co_firstlineno + 4
 
 
-def test_warning_is_given_once_per_cause():
+def test_a_warning_points_at_the_users_call_once_per_call_site_by_default():
     k = Unsupported(backend="python")
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("default")
+        for _ in range(3):
+            k.kernel(np.zeros(3), 3)   # one call site
+    fallbacks = [w for w in caught if issubclass(w.category, FallbackWarning)]
+    assert len(fallbacks) == 1 and fallbacks[0].filename == __file__
+    assert fallbacks[0].lineno == sys._getframe().f_code.co_firstlineno + 5
+    message = str(fallbacks[0].message)
+    where = f"{__file__}:{Unsupported.kernel.__wrapped__.__code__.co_firstlineno + 4}"
+    assert message.count(where) == 1   # the construct's own file:line:col, once
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")   # every call
         for _ in range(3):
             k.kernel(np.zeros(3), 3)
-    assert len([w for w in caught if issubclass(w.category, FallbackWarning)]) == 1
+    assert len([w for w in caught if issubclass(w.category, FallbackWarning)]) == 3
+
+
+def test_a_strict_error_says_where_once():
+    with pytest.raises(SpecializationError) as info:
+        Unsupported(backend="python", strict=True).kernel(np.zeros(3), 3)
+    assert str(info.value).count(str(info.value.location)) == 1
+
+
+def test_fallbacks_are_logged_at_debug_only(caplog):
+    with caplog.at_level(logging.DEBUG, logger="asp"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Unsupported(backend="python").kernel(np.zeros(3), 3)
+    records = [r for r in caplog.records if "while loop" in r.getMessage()]
+    assert records and all(r.levelno == logging.DEBUG for r in records)
 
 
 class Listy(LoopKernel):
