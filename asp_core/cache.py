@@ -202,7 +202,12 @@ class DiskCache:
             if not self._valid(entry, key):
                 with self._lock(key):
                     if not self._valid(entry, key):  # another process may have built it
+                        started = time.perf_counter()
                         self._build(entry, key, build)
+                        log.debug("built %s in %.3f s", key[:16],
+                                  time.perf_counter() - started)
+            else:
+                log.debug("found %s in the disk cache", key[:16])
             _MEMO[memo_key] = _Verified.of(entry)
         return entry
 

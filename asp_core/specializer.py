@@ -301,6 +301,9 @@ class Specializer:
                              left: list[Estimate], decision: Decision) -> Any:
         """The rest of ``_run_selected``: background builds, building the choice, and the
         next choice where it cannot be built."""
+        log.debug("%s: running %s (%s)%s", self.name, decision.label, decision.reason,
+                  f"; building {decision.build_later} in the background"
+                  if decision.build_later else "")
         failures: list[_Failure] = []
         while True:
             if decision.build_later:
