@@ -115,7 +115,7 @@ def child_env(rule: bool) -> dict[str, str]:
 CALIBRATE_SCRIPT = """
 from specializers.loopnest.cost import device_calibrate
 from specializers.loopnest.cost.calibrate import ensure
-print(ensure(background=False))
+print(ensure(background=False), end="")
 for backend in device_calibrate.PACKAGES:   # the devices the model may offer, measured once
     if device_calibrate.importable(backend) and device_calibrate.stored_record(backend) is None:
         try:

@@ -70,6 +70,7 @@ class DeviceParams:
     build_s: float         # generating and building one device program
     init_s: float          # the first use in a process: driver and context
     simple_ns: float = 0.0  # the calibration's simplest statement, serial C, per instance
+    host_memory: bool = False   # a CPU device: its memory is the host's (see device_cost)
     source: str = ""
 
     @property
@@ -101,6 +102,10 @@ class DeviceParams:
             if f.name in ("backend", "device", "source"):
                 if not isinstance(value, str):
                     raise ValueError(f"{f.name} = {value!r} is not a string")
+                continue
+            if f.name == "host_memory":
+                if not isinstance(value, bool):
+                    raise ValueError(f"{f.name} = {value!r} is not a bool")
                 continue
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{f.name} = {value!r} is not a non-negative number")
@@ -186,10 +191,20 @@ def device_profile(analysis, plan, types, statements, m: MachineParams) -> Devic
     return DeviceProfile(tuple(kernels), uploaded, downloaded, copies, uploaded)
 
 
-def device_cost(p: DeviceProfile, dev: DeviceParams) -> tuple[float, dict[str, float]]:
-    """Predicted seconds of one call of a device variant, and its main terms (the module)."""
+def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = None
+                ) -> tuple[float, dict[str, float]]:
+    """Predicted seconds of one call of a device variant, and its main terms (the module).
+    A CPU device (``host_memory``) moves its bytes at the host's bandwidths (``m``: those the
+    OpenMP variant is priced with, for the same bytes), not at its own measured figure, so
+    that the two variants on the same cores and memory compare on the same terms."""
     compute = memory = launches = overlap = 0.0
-    bandwidth = dev.cache_bandwidth if p.footprint <= dev.cache_bytes else dev.bandwidth
+    if dev.host_memory and m is not None:
+        if p.footprint <= m.cache_bytes:
+            bandwidth = m.cache_bandwidth * min(max(dev.units, 1.0), 2.0)
+        else:
+            bandwidth = m.per_thread(m.bandwidth, max(1, int(dev.units)))
+    else:
+        bandwidth = dev.cache_bandwidth if p.footprint <= dev.cache_bytes else dev.bandwidth
     for k in p.kernels:
         if k.launches == 0 or (k.threads == 0 and not k.single):
             continue

@@ -33,7 +33,7 @@ from .device import DeviceParams
 log = logging.getLogger("asp.loopnest.calibrate")
 
 RECORD = "loopnest-device"
-FORMAT = 1
+FORMAT = 2   # 2: host_memory
 #: The device backends the cost model may offer, and the package each needs.
 PACKAGES = {"opencl": "pyopencl", "cuda": "pycuda"}
 

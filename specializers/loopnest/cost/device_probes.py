@@ -122,7 +122,7 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
         cache_bandwidth=cache_bandwidth, launch_ns=launch_ns, call_ns=call_ns,
         upload_bw=copy_bw, download_bw=copy_bw,
         transfer_ns=transfer_ns, build_s=_build_seconds(backend), init_s=init_s,
-        simple_ns=simple_ns,
+        simple_ns=simple_ns, host_memory=_host_memory(backend),
         source=f"{'quick' if quick else 'full'} calibration of {name}")
 
 
@@ -145,6 +145,15 @@ def _units(backend: str, lanes: float) -> float:
         info = opencl.device()
         return float(info.compute_units) if info.kind == "CPU" else lanes
     return lanes
+
+
+def _host_memory(backend: str) -> bool:
+    """Whether the device computes in the host's memory (a CPU device, as PoCL's)."""
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        return opencl.device().kind == "CPU"
+    return False
 
 
 def _cache_bytes(backend: str) -> int:

@@ -120,17 +120,28 @@ class NestEstimator:
             out.append(Estimate(label, seconds, terms, cost_to_build(label), size, kin=kin))
         if self._device_profile_of is not None:
             for backend in device_calibrate.offered():
-                out.append(self._device_estimate(backend, signature, profile, built, size))
+                out.append(self._device_estimate(backend, signature, profile, built, size,
+                                                 out))
         return tuple(out)
 
     def _device_estimate(self, backend: str, signature: Hashable, profile, built,
-                         size: int) -> Estimate:
+                         size: int, cpu: list[Estimate]) -> Estimate:
         dev = device_calibrate.params(backend)
         found = self._device_profiles.get(signature, None)
         if found is None:
             found = self._device_profiles.put(signature,
                                               self._device_profile_of(signature, profile))
-        seconds, terms = device_cost(found, dev)
+        seconds, terms = device_cost(found, dev, machine())
+        if dev.host_memory:
+            # A CPU device runs the same loops on the same cores and memory as the compiled
+            # variants, with work-items, copies and launches on top: its run is not priced
+            # below theirs (the best of serial C and OpenMP on as many threads as its units).
+            runs = [e.seconds for e in cpu if e.label == "c" or
+                    e.label == openmp_label(min(int(dev.units), cpu_cores()))]
+            floor = min(runs, default=0.0) + terms["transfers"] + terms["call"]
+            if floor > seconds:
+                terms = {**terms, "no faster than the CPU variants": floor - seconds}
+                seconds = floor
         build = 0.0
         if not built(backend):
             ready = self._device_ready is not None and self._device_ready(backend)

@@ -140,10 +140,30 @@ def test_transfers_and_the_memory_roofline():
     assert device_cost(small, DEVICE)[1]["memory"] == pytest.approx(8e6 / 4e10)
 
 
+def test_a_cpu_device_moves_its_bytes_at_the_hosts_bandwidth():
+    k = KernelLoad(1, 1.0e6, compute_ns=1.0, guarded_ns=0.0, bytes=8e7)
+    big = DeviceProfile((k,), 0.0, 0.0, 0, footprint=1e12)
+    cpu = dataclasses.replace(DEVICE, host_memory=True, units=2.0)
+    _, terms = device_cost(big, cpu, DEFAULTS)
+    assert terms["memory"] == pytest.approx(8e7 / DEFAULTS.bandwidth[2])
+
+
+def test_a_cpu_device_is_never_priced_below_the_cpu_variants(device_store):
+    fast = dataclasses.replace(DEVICE, host_memory=True, lanes=1e6, units=1e6,
+                               lane_scale=1e-6, launch_ns=0.0, bandwidth=1e15,
+                               cache_bandwidth=1e15)
+    device_calibrate.store(fast)
+    found = labels(Map(strict=True), np.zeros(50_000), np.ones(50_000))
+    cpu = min(found[label].seconds for label in found if label == "c" or
+              label.startswith("openmp"))
+    assert found["opencl"].seconds >= cpu + found["opencl"].terms["transfers"]
+    assert found["opencl"].terms["no faster than the CPU variants"] > 0
+
+
 def test_parameters_round_trip_and_reject_nonsense():
     assert DeviceParams.from_json(json.loads(json.dumps(DEVICE.to_json()))) == DEVICE
     for bad in ({"lanes": 0.5}, {"bandwidth": -1.0}, {"launch_ns": math.nan},
-                {"device": 3}):
+                {"device": 3}, {"host_memory": 1}):
         with pytest.raises(ValueError):
             DeviceParams.from_json({**DEVICE.to_json(), **bad})
     with pytest.raises(ValueError):
