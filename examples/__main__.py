@@ -1,19 +1,20 @@
 """The main job (``python3 run.py main``): run the examples specialized and report.
 
 For each of the twelve loop-nest examples (ALPyNA's benchmark programs), at a modest size:
-the variant that ran each nest (chosen by the specializer: OpenMP C when the schedule has
-parallel loops and enough work and this machine more than one core, else serial C), the first
-call (analysis, code generation and compilation, or a load from the disk cache), the time of a
-warm call against the same kernel run as plain Python, and whether the results agree with
-plain Python (exactly, or within 1e-9 where a parallel reduction adds in another order) and
-with the example's NumPy formulation. Then the element-wise map specializer of
-``examples/elementwise``.
+the variant that ran each nest (chosen by the cost model once its choice has settled), the
+first call (analysis, code generation and compilation, or a load from the disk cache), the
+median of several warm calls against the median of plain-Python calls of the same kernel
+(``examples.harness``), and whether the results agree with plain Python (exactly, or within
+1e-9 where a parallel reduction adds in another order) and with the example's NumPy
+formulation; the load average before and after, since the machine may be shared. Then the
+element-wise map specializer of ``examples/elementwise``.
 """
 
 import argparse
 import importlib
 import logging
 import math
+import os
 import sys
 
 from asp_core.platform import query_platform
@@ -38,7 +39,8 @@ EXAMPLES = {
 
 def run_examples(quick: bool, backend: str | None = None) -> list:
     results = []
-    print(f"{'example':14s} {'ran on':14s} {'first call':>10s} {'warm call':>11s} "
+    print(f"load average: {_load()}")
+    print(f"{'example':14s} {'ran on':14s} {'first call':>10s} {'warm (median)':>13s} "
           f"{'plain Python':>13s} {'speedup':>8s}  check")
     for name, (_, full, small) in EXAMPLES.items():
         module = importlib.import_module(f"examples.{name}")
@@ -48,12 +50,17 @@ def run_examples(quick: bool, backend: str | None = None) -> list:
         check = ("same as Python" if result.matches_python else "DIFFERS FROM PYTHON") + \
             (", matches NumPy" if result.matches_numpy else ", DIFFERS FROM NUMPY")
         print(f"{name:14s} {ran:14s} {result.first_call_s * 1e3:8.0f}ms "
-              f"{result.specialized_s * 1e3:9.2f}ms {result.python_s * 1e3:11.1f}ms "
+              f"{result.specialized_s * 1e3:11.2f}ms {result.python_s * 1e3:11.1f}ms "
               f"{result.speedup:7.0f}x  {check}", flush=True)
     speedups = [r.speedup for r in results]
     print(f"geometric mean speedup over plain Python: "
-          f"{math.exp(sum(map(math.log, speedups)) / len(speedups)):.0f}x")
+          f"{math.exp(sum(map(math.log, speedups)) / len(speedups)):.0f}x "
+          f"(warm calls; load average now {_load()})")
     return results
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
 
 
 def main(argv=None) -> int:

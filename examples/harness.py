@@ -1,14 +1,18 @@
 """Shared driver of the loop-nest examples: run a kernel specialized and as plain Python.
 
-``run_example`` deep-copies the inputs for each run, times the specialized kernel (after one
-warm-up call that specializes and compiles) and the plain-Python kernel, and checks that both
-leave the same arrays and return the same value; if a NumPy formulation is given, it checks
-the specialized result against it too.
+``run_example`` deep-copies the inputs for each run, times the specialized kernel's first call
+(analysis, code generation, compile or cache load) apart, then its warm calls once the cost
+model has settled, and the plain-Python kernel: each as the median of several calls
+(``WARM_CALLS`` within ``WARM_BUDGET_S``; plain Python ``PYTHON_CALLS`` within
+``PYTHON_BUDGET_S``), so that two runs on one machine agree. It checks that both leave the
+same arrays and return the same value; if a NumPy formulation is given, it checks the
+specialized result against it too.
 """
 
 from __future__ import annotations
 
 import copy
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -20,11 +24,12 @@ import numpy as np
 class ExampleResult:
     name: str
     backends: tuple[str, ...]    # one per nest that ran
-    specialized_s: float
-    python_s: float | None
+    specialized_s: float         # the median of warm calls
+    python_s: float | None       # the median of plain-Python calls
     matches_python: bool | None
     matches_numpy: bool | None
     first_call_s: float = 0.0   # the first call: analysis, code generation, compile or load
+    calls: tuple[int, int] = (1, 1)   # warm calls and plain-Python calls timed
 
     @property
     def speedup(self) -> float | None:
@@ -69,9 +74,9 @@ def settle(kernel, inputs: Sequence[Any]) -> None:
     start, last, same = time.perf_counter(), None, 0
     for _ in range(SETTLE_CALLS):
         kernel.kernel(*copy.deepcopy(tuple(inputs)))
-        state = kernel._asp_current
+        state = kernel._asp_current   # (a kernel still cold has no runners yet)
         choice = tuple(n.backend for n in kernel.last_call.nests)
-        building = any(r._building for r in state.runners)
+        building = any(r._building for r in getattr(state, "runners", ()))
         same = same + 1 if choice == last and not building else 0
         last = choice
         if same >= 3 or time.perf_counter() - start > SETTLE_S:
@@ -88,22 +93,40 @@ def run_example(name: str, make_kernel: Callable[..., Any], inputs: Sequence[Any
     kernel.kernel(*first_args)  # specialize (and compile, or load from the disk cache) once
     first_call_s = time.perf_counter() - t0
     settle(kernel, inputs)
-    args = copy.deepcopy(tuple(inputs))
-    t0 = time.perf_counter()
-    result = kernel.kernel(*args)
-    specialized_s = time.perf_counter() - t0
+    specialized_s, warm_calls, (result, args) = median_time(kernel.kernel, inputs, WARM_CALLS,
+                                                            WARM_BUDGET_S)
     backends = tuple(n.backend for n in kernel.last_call.nests if n.ran)
     got = (result, args)
     python_s = matches_python = None
+    python_calls = 0
     if python:
-        plain_args = copy.deepcopy(tuple(inputs))
-        t0 = time.perf_counter()
-        plain = kernel.original_kernel(*plain_args)
-        python_s = time.perf_counter() - t0
+        python_s, python_calls, (plain, plain_args) = median_time(
+            kernel.original_kernel, inputs, PYTHON_CALLS, PYTHON_BUDGET_S)
         matches_python = same(got, (plain, plain_args), rtol)
     matches_numpy = None
     if reference is not None:
         expected = reference(*copy.deepcopy(tuple(inputs)))
         matches_numpy = same(got, expected, max(rtol, 1e-7))
     return ExampleResult(name, backends, specialized_s, python_s, matches_python, matches_numpy,
-                         first_call_s)
+                         first_call_s, (warm_calls, python_calls))
+
+
+#: Warm calls timed (their median is reported), within a budget of seconds (one at least);
+#: the same for plain Python, which may take seconds a call.
+WARM_CALLS, WARM_BUDGET_S = 9, 1.0
+PYTHON_CALLS, PYTHON_BUDGET_S = 3, 2.0
+
+
+def median_time(call: Callable[..., Any], inputs: Sequence[Any], calls: int, budget_s: float
+                ) -> tuple[float, int, tuple[Any, tuple]]:
+    """(median seconds, calls timed, (the last call's result, its arguments after it)): up to
+    ``calls`` calls on fresh copies of ``inputs``, stopping once ``budget_s`` has passed."""
+    times: list[float] = []
+    start = time.perf_counter()
+    while True:
+        args = copy.deepcopy(tuple(inputs))
+        t0 = time.perf_counter()
+        result = call(*args)
+        times.append(time.perf_counter() - t0)
+        if len(times) >= calls or time.perf_counter() - start >= budget_s:
+            return statistics.median(times), len(times), (result, args)

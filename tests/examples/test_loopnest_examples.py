@@ -69,3 +69,24 @@ def test_same():
     assert same((1.0, np.array([1.0, np.nan])), (1.0 + 1e-12, np.array([1.0, np.nan])))
     assert not same(np.array([1, 2]), np.array([1, 3]))
     assert not same(np.zeros(2), np.zeros(3))
+
+
+def test_the_main_job_times_medians_of_several_calls(monkeypatch):
+    """Warm calls and plain-Python calls are each the median of several (so two runs agree);
+    the first call is timed apart."""
+    import examples.harness as harness
+    from examples.vadd import VAdd, make_inputs
+
+    seen = []
+    real = harness.median_time
+
+    def spy(call, inputs, calls, budget_s):
+        out = real(call, inputs, calls, budget_s)
+        seen.append(out[1])
+        return out
+
+    monkeypatch.setattr(harness, "median_time", spy)
+    result = run_example("vadd", VAdd, make_inputs(1000))
+    assert result.calls == tuple(seen) and result.calls[0] == harness.WARM_CALLS
+    assert result.calls[1] >= 2 and result.first_call_s > 0
+    assert result.matches_python
