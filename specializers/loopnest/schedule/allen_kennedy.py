@@ -259,10 +259,12 @@ def _with_locality(ctx: _Context, node: SLoop, stmts: frozenset[int], edges: lis
     if best is None or best == band[-1]:
         return node
     order = [l for l in band if l != best] + [best]
-    # ``edges`` holds the dependences not yet satisfied by an enclosing sequential loop
+    # ``edges`` holds the dependences not yet satisfied by an enclosing sequential loop; a
+    # reduction's own count too: interchanging the loops around it would change the order of
+    # its operations, and a float sum rounds differently (the python and serial C variants
+    # must give Python's result exactly; a parallel loop still reduces in parallel)
     vectors = [{l: e.vector[ctx.depth[l] - 1] for l in band} for e in edges
-               if e.source in stmts and e.sink in stmts and e.level is not None
-               and e.reduction is None]
+               if e.source in stmts and e.sink in stmts and e.level is not None]
     flags = _legal_flags(order, vectors)
     if flags is None or flags[0] != chain[0].parallel or sum(flags) < sum(n.parallel for n in chain):
         return node
@@ -356,8 +358,8 @@ def _interchanged_band(ctx: _Context, level: int, lid: int, stmts: frozenset[int
         if (set(info.start.variables) | set(info.stop.variables)) & band_vars:
             return None  # not rectangular within the band
     vectors = []
-    for e in edges:
-        if e.source in stmts and e.sink in stmts and e.level is not None and e.reduction is None:
+    for e in edges:   # (a reduction's too: see ``_with_locality``)
+        if e.source in stmts and e.sink in stmts and e.level is not None:
             vectors.append({l: e.vector[ctx.depth[l] - 1] for l in band})
     order = parallel_outward(band, vectors)
     if order is None or not order[0][1] or [l for l, _ in order] == list(band):
