@@ -14,9 +14,10 @@ Each fallback names its cause in a ``FallbackWarning``, attributed to the user's
 specialized function (the first frame outside the packages that registered themselves as
 internal, ``internal_code``) and so shown once per call site and cause under Python's default
 warning filters (``simplefilter("always")`` shows every one); the ``asp`` logger records it at
-DEBUG. ``strict=True`` raises ``SpecializationError`` instead of running plain Python. ``ASP_BACKEND`` forces one
-backend, ``ASP_DISABLE_JIT=1`` runs everything as plain Python, and ``ASP_DUMP_DIR`` (or the
-``dump_dir`` argument) writes generated source and intermediate forms to a folder.
+DEBUG. ``strict=True`` raises ``SpecializationError`` instead of running plain Python.
+``ASP_BACKEND`` forces one backend, ``ASP_DISABLE_JIT=1`` runs everything as plain Python, and
+``ASP_DUMP_DIR`` (or the ``dump_dir`` argument) writes generated source and intermediate forms
+to a folder.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ Every call runs on inputs restored from a pristine copy just before it (outside 
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import json
 import os
@@ -105,22 +106,21 @@ def device_variants() -> list[str]:
     """Device variants to time: ``opencl`` where pyopencl finds a device here (PoCL on this
     machine's CPU). Asked once, of a child process (the driver's first use stays out of the
     benchmark's own process and out of every worker that does not time it)."""
-    if _DEVICES is None:
-        import subprocess
-
-        probe = "from asp_core.backends import opencl; print(opencl.device().name)"
-        try:
-            done = subprocess.run([sys.executable, "-c", probe], capture_output=True,
-                                  text=True, timeout=120, cwd=os.path.dirname(
-                                      os.path.dirname(os.path.abspath(__file__))))
-            found = ["opencl"] if done.returncode == 0 else []
-        except subprocess.TimeoutExpired:
-            found = []
-        globals()["_DEVICES"] = found
-    return list(_DEVICES)
+    return list(_devices())
 
 
-_DEVICES: list[str] | None = None
+@functools.lru_cache(maxsize=1)
+def _devices() -> tuple[str, ...]:
+    import subprocess
+
+    probe = "from asp_core.backends import opencl; print(opencl.device().name)"
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              timeout=120,
+                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    except subprocess.TimeoutExpired:
+        return ()
+    return ("opencl",) if done.returncode == 0 else ()
 
 
 def forced_variants() -> list[str]:

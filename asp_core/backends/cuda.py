@@ -109,6 +109,11 @@ def device_memory(device: int = 0) -> int:
     return _driver().Device(device).total_memory()
 
 
+def initialized(device: int = 0) -> bool:
+    """Whether this process has made ``device``'s context already (its first use is paid)."""
+    return cuda_context.cache_info().currsize > 0
+
+
 def l2_cache_bytes(device: int = 0) -> int:
     """Bytes of ``device``'s L2 cache."""
     cuda_context(device)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 import warnings
 from dataclasses import dataclass
@@ -98,6 +99,11 @@ def _devices(cl, platform) -> list:
         return platform.get_devices()
     except cl.Error:
         return []
+
+
+def initialized() -> bool:
+    """Whether this process has set up its OpenCL device already (its first use is paid)."""
+    return "pyopencl" in sys.modules and _runtime.cache_info().currsize > 0
 
 
 def device() -> OpenCLDevice:

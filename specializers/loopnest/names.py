@@ -83,8 +83,8 @@ def nest_names(nest: d.Nest) -> NestNames:
     # the nest's own temporaries: if-conversion's predicates, inlined calls' arguments
     internal = (PREDICATE_PREFIX, ARGUMENT_PREFIX)
     temps = tuple(sorted((n for n in written if n.startswith(internal)),
-                         key=lambda n: (n[:len(PREDICATE_PREFIX)],
-                                        int(n[len(PREDICATE_PREFIX):]))))
+                         key=lambda n: (n.rstrip("0123456789"),
+                                        int(n[len(n.rstrip("0123456789")):]))))
     scalars = tuple(sorted(n for n in written if not n.startswith(internal)))
     for name, node in arrays.items():
         if name in written or name in read or name in all_loop_vars:

@@ -15,7 +15,6 @@ or ``ASP_SELECTION=fixed`` (the rule before the model: ``candidates``), skips th
 from __future__ import annotations
 
 import itertools
-import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -205,7 +204,7 @@ class NestRunner(Specializer):
 
         types, key = signature
         return device_profile(self.analysis, self.analysis.plan(key),
-                              infer_types(self.analysis, types), profile.statements, machine())
+                              infer_types(self.analysis, types), profile, machine())
 
     def build(self, backend: str, signature, args: Sequence[Any]) -> Variant:
         analysis = self.analysis
@@ -398,8 +397,10 @@ def _device_ready(backend: str) -> bool:
     if backend == "opencl":
         from asp_core.backends import opencl
 
-        return "pyopencl" in sys.modules and opencl._runtime.cache_info().currsize > 0
-    return "pycuda.autoinit" in sys.modules or "pycuda.driver" in sys.modules
+        return opencl.initialized()
+    from asp_core.backends import cuda
+
+    return cuda.initialized()
 
 
 def _run_original(*inputs):

@@ -105,7 +105,7 @@ class DeviceLayout:
         if any(name not in self.analysis.required for name in names):
             return False
         for node in later:
-            for sid in _sids(node):
+            for sid in statement_ids(node):
                 stmt = self.statements[sid]
                 if any(isinstance(n, d.Var) and n.name in names for n in stmt.walk()):
                     return False
@@ -188,7 +188,8 @@ class DeviceLayout:
         return tuple(Axis(band[k].lid, axis, band[k].var) for axis, k in enumerate(order))
 
 
-def _sids(node) -> list[int]:
+def statement_ids(node) -> list[int]:
+    """The statements under a schedule node, in schedule order."""
     if isinstance(node, SStmt):
         return [node.sid]
-    return [sid for child in node.body for sid in _sids(child)]
+    return [sid for child in node.body for sid in statement_ids(child)]

@@ -29,7 +29,8 @@ all its launches, from the same exact iteration counts as the CPU variants (``co
 through PoCL; CUDA wherever a GPU is), never from defaults: a device not calibrated is not
 offered by the cost model (``cost.device_calibrate``). ``cuda_params`` derives a CUDA device's
 from its attributes after equations 6 and 12 (SMs, warp schedulers, warp size, clocks, memory
-bus), for a device whose calibration cannot run.
+bus): the paper's reading of a GPU, kept for one whose calibration cannot run; the model does
+not call it (no GPU here to check it against: it offers a GPU once calibrated).
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..codegen.device_layout import DeviceLayout, _sids
+from ..codegen.device_layout import DeviceLayout, statement_ids
 from . import domain
 from .machine import MachineParams
-from .models import source_chain
+from .models import NestProfile, source_chain
 
 #: Lanes of a reduction (as ``device_variants.REDUCTION_LANES``, which imports the code
 #: generator: the model reads the same number without it).
@@ -136,10 +137,12 @@ class DeviceProfile:
     footprint: float       # bytes of the arrays the nest touches
 
 
-def device_profile(analysis, plan, types, statements, m: MachineParams) -> DeviceProfile:
+def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
+                   ) -> DeviceProfile:
     """The kernels a device module of ``plan`` runs (``codegen.device_layout``) and what each
-    does; ``statements``: the nest's ``models.StatementProfile`` per statement."""
-    by_sid = {s.sid: s for s in statements}
+    does, from the nest's CPU ``profile`` of the same call (its statements' counts, features
+    and bytes, its arrays' footprint)."""
+    by_sid = {s.sid: s for s in profile.statements}
     loops = plan.bound.loops
 
     def work(sids) -> tuple[float, float, float]:
@@ -166,7 +169,7 @@ def device_profile(analysis, plan, types, statements, m: MachineParams) -> Devic
             chain = ((host.lid,) if host is not None else ()) + tuple(lp.lid for lp in band)
             items = domain.count(chain, loops).instances
             launches = domain.count((host.lid,), loops).instances if host is not None else 1
-            compute, guarded, moved = work(_sids(node))
+            compute, guarded, moved = work(statement_ids(node))
             compute += items * m.c_iteration_ns
             if node.reductions:   # lanes, each reducing its share; then the combine
                 lanes = min(REDUCTION_LANES, items)
@@ -177,18 +180,15 @@ def device_profile(analysis, plan, types, statements, m: MachineParams) -> Devic
             else:
                 kernels.append(KernelLoad(launches, items / max(launches, 1), compute,
                                           guarded, moved))
+    # every array goes to the device (``profile.footprint``), those written come back
     written = {acc.array for st in analysis.access.statements for acc in st.accesses
                if acc.write}
-    uploaded = downloaded = 0.0
-    copies = 0
-    for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
-        nbytes = math.prod(shape) * types.arrays[name].dtype.itemsize
-        uploaded += nbytes
-        copies += 1
-        if name in written:
-            downloaded += nbytes
-            copies += 1
-    return DeviceProfile(tuple(kernels), uploaded, downloaded, copies, uploaded)
+    downloaded = sum(math.prod(shape) * types.arrays[name].dtype.itemsize
+                     for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes)
+                     if name in written)
+    copies = len(analysis.names.arrays) + len(written)
+    return DeviceProfile(tuple(kernels), float(profile.footprint), float(downloaded), copies,
+                         float(profile.footprint))
 
 
 def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = None
@@ -253,6 +253,7 @@ def cuda_params(attributes: Mapping[str, int], name: str) -> DeviceParams:
     return DeviceParams(
         backend="cuda", device=name, lanes=lanes, units=lanes,
         lane_scale=cpu_ghz * cpu_ipc / clock_ghz, bandwidth=bandwidth, cache_bytes=float(l2),
-        cache_bandwidth=2.5 * bandwidth, launch_ns=5000.0, call_ns=30000.0, upload_bw=20e9, download_bw=20e9,
+        cache_bandwidth=2.5 * bandwidth, launch_ns=5000.0, call_ns=30000.0, upload_bw=20e9,
+        download_bw=20e9,
         transfer_ns=10000.0, build_s=1.0, init_s=0.3,
         source="derived from the device's attributes (not calibrated)")

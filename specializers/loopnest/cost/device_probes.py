@@ -12,7 +12,8 @@ once per machine (its section 3.4):
 * ``launch_ns``: ``DeviceSweeps`` on one element, ``steps`` pairs of launches against none;
   ``bandwidth``: the same on arrays of 2**23 elements (``cache_bandwidth``: on arrays that fit
   a quarter of the device's cache); the copy bandwidth (``upload_bw``, ``download_bw``): a call
-  with no step on arrays of 2**20 elements, against one on small ones; ``transfer_ns``: copies of 8 bytes;
+  with no step on arrays of 2**20 elements, against one on small ones; ``transfer_ns``:
+  copies of 8 bytes;
   ``call_ns``: a call with no launch, less the dispatcher's own cost and its array copies;
 * ``build_s``: building ``DeviceWide``'s program once more, under a new name; ``init_s``: the
   device's first use in this process (the driver, a context), where the calibration is it.
@@ -23,8 +24,8 @@ Times are the best of a few runs (``timing.best_per_unit``). ``measure(backend)`
 
 from __future__ import annotations
 
-import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -47,12 +48,32 @@ WARMUP = 3
 def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams:
     repeats = 3 if quick else 5
     init_s = _init(backend)
-    name = _device_name(backend)
+    facts = _facts(backend)
 
     def timed(cases: dict) -> dict[str, float]:
         return best_per_unit({k: (_calls(*v), 1) for k, v in cases.items()}, repeats)
 
-    # a lane against the serial C model (DeviceChain), fixed costs cancelled by two sizes
+    lane_scale, simple_ns = _lane_scale(backend, m, timed)
+    lanes = _lanes(backend, timed, target=0.002 if quick else 0.005)
+    sweeps = _sweeps(backend, timed, facts.cache_bytes, count=200 if quick else 1000)
+    transfer_ns = _transfer_ns(backend, repeats)
+    # a call with no launch: the dispatcher, four copies (y and x up and back), the rest
+    call_ns = max(0.0, sweeps["none_s"] * 1e9 - m.dispatch_ns - 4 * transfer_ns)
+    return DeviceParams(
+        backend=backend, device=facts.name, lanes=lanes,
+        units=min(lanes, facts.compute_units if facts.cpu else lanes),
+        lane_scale=lane_scale, bandwidth=sweeps["bandwidth"],
+        cache_bytes=float(facts.cache_bytes), cache_bandwidth=sweeps["cache_bandwidth"],
+        launch_ns=sweeps["launch_ns"], call_ns=call_ns, upload_bw=sweeps["copy_bw"],
+        download_bw=sweeps["copy_bw"], transfer_ns=transfer_ns,
+        build_s=_build_seconds(backend), init_s=init_s, simple_ns=simple_ns,
+        host_memory=facts.cpu, source=f"{'quick' if quick else 'full'} calibration of "
+                                       f"{facts.name}")
+
+
+def _lane_scale(backend: str, m: MachineParams, timed) -> tuple[float, float]:
+    """(a work item's time over the serial C model's, serial C's measured ns an instance):
+    ``DeviceChain`` on the device and as serial C at two sizes (the fixed costs cancel)."""
     small, big = 1 << 10, 1 << 19
     chain = {(kind, n): (DeviceChain(backend=kind, strict=True),
                          (np.ones(n), np.full(n, 1e-3), 0.5))
@@ -60,35 +81,41 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
     t = timed(chain)
     lane = max(t[(backend, big)] - t[(backend, small)], 1e-9) / (big - small) * 1e9
     simple_ns = max(t[("c", big)] - t[("c", small)], 1e-9) / (big - small) * 1e9
-    lane_scale = lane / _model_ns(chain[("c", big)][0], m)
+    return lane / _model_ns(chain[("c", big)][0], m), simple_ns
 
-    # lanes: the time per work item of DeviceWide as work items double, from a number of
-    # steps that keeps one work item busy for ``target`` seconds beyond the call's fixed cost
-    target = 0.002 if quick else 0.005
-    base = timed({0: (DeviceWide(backend=backend, strict=True), (np.ones(1), 0.999, 0))})[0]
+
+def _lanes(backend: str, timed, target: float) -> float:
+    """The work items the device runs at once: ``DeviceWide`` with one work item busy for
+    ``target`` seconds beyond the call's fixed cost, then the same work spread over more and
+    more work items (a device may run one work-group per compute unit, so the few items of a
+    small grid share one): the best ratio seen."""
+    def wide(items: int, steps: int) -> float:
+        return timed({0: (DeviceWide(backend=backend, strict=True),
+                          (np.ones(items), 0.999, steps))})[0]
+
+    base = wide(1, 0)
     steps = 1 << 14
     while True:
-        per_item_one = timed({1: (DeviceWide(backend=backend, strict=True),
-                                  (np.ones(1), 0.999, steps))})[1] - base
-        if per_item_one >= target or steps >= 1 << 30:
+        work = wide(1, steps) - base   # seconds of one work item's ``steps`` steps
+        if work >= target or steps >= 1 << 30:
             break
-        steps *= 2 if per_item_one <= 0 else max(2, int(1.5 * target / per_item_one))
-    per_item_one = max(per_item_one, 1e-9) / steps
-    # the same work spread over more and more work items (a device may run one work-group
-    # per compute unit, so the few items of a small grid share one): the most at once
-    work = per_item_one * steps   # seconds of one work item's ``steps`` steps
+        steps *= 2 if work <= 0 else max(2, int(1.5 * target / work))
+    work = max(work, 1e-9)
     lanes, items = 1.0, 2
     while items <= (1 << 20) and steps * 2 // items >= 1:
         spread = max(1, steps * 2 // items)
-        seconds = timed({items: (DeviceWide(backend=backend, strict=True),
-                                 (np.ones(items), 0.999, spread))})[items] - base
+        seconds = wide(items, spread) - base
         lanes = max(lanes, items * spread / steps * work / max(seconds, 1e-9))
         items *= 2
+    return lanes
 
-    # launches, bandwidths, copies and a call's fixed cost (DeviceSweeps)
+
+def _sweeps(backend: str, timed, cache_bytes: int, count: int) -> dict[str, float]:
+    """From ``DeviceSweeps``: a launch (``count`` pairs of launches on one element against
+    none), the device's bandwidth (arrays of ``LARGE`` elements; ``cache_bandwidth``: arrays in
+    a quarter of its cache), the copy bandwidth (a call with no step on ``COPIED`` elements
+    against one on three) and the time of a call with no launch (``none_s``)."""
     sweeps = DeviceSweeps(backend=backend, strict=True)
-    count = 200 if quick else 1000
-    cache_bytes = _cache_bytes(backend)
     fits = int(max(64, min(cache_bytes / 8 / 8, 1 << 16)))   # two arrays in a quarter of it
     x_small, x_large, x_fits, x_copied = np.ones(3), np.ones(LARGE), np.ones(fits), \
         np.ones(COPIED)
@@ -99,31 +126,26 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
                "large4": (sweeps, (np.ones(LARGE), x_large, 4)),
                "fits10": (sweeps, (np.ones(fits), x_fits, 10)),
                "fits50": (sweeps, (np.ones(fits), x_fits, 50))})
-    launch_ns = max(t["launches"] - t["none"], 0.0) / (2 * count) * 1e9
     # a step reads x and writes y, then reads y and writes x: 32 bytes an element (two steps
     # against four: the first touches of new buffers, in the first step, cancel)
     bandwidth = 32 * LARGE / max((t["large4"] - t["large2"]) / 2, 1e-9)
-    cache_bandwidth = max(bandwidth, 32 * fits / max((t["fits50"] - t["fits10"]) / 40, 1e-9))
-    # a call with no step copies x and y there and back: the copy bandwidth (both ways)
-    copy_bw = 4 * 8 * COPIED / max(t["copies"] - t["none"], 1e-9)
+    return {"none_s": t["none"],
+            "launch_ns": max(t["launches"] - t["none"], 0.0) / (2 * count) * 1e9,
+            "bandwidth": bandwidth,
+            "cache_bandwidth": max(bandwidth, 32 * fits / max((t["fits50"] - t["fits10"]) / 40,
+                                                              1e-9)),
+            # a call with no step copies x and y there and back: both ways at once
+            "copy_bw": 4 * 8 * COPIED / max(t["copies"] - t["none"], 1e-9)}
 
+
+def _transfer_ns(backend: str, repeats: int) -> float:
+    """The fixed cost of one array copy, either way (copies of 8 bytes)."""
     upload, download = _copies(backend)
     one = np.ones(1)
     copies = best_per_unit({"up1": (lambda n: [upload(one) for _ in range(n)], 20),
                             "down1": (lambda n: [download(one) for _ in range(n)], 20)},
                            repeats)
-    transfer_ns = (copies["up1"] + copies["down1"]) / 2 * 1e9
-    # a call with no launch: the dispatcher, four copies (y and x up and back), the rest
-    call_ns = max(0.0, t["none"] * 1e9 - m.dispatch_ns - 4 * transfer_ns)
-
-    return DeviceParams(
-        backend=backend, device=name, lanes=lanes, units=min(lanes, _units(backend, lanes)),
-        lane_scale=lane_scale, bandwidth=bandwidth, cache_bytes=float(cache_bytes),
-        cache_bandwidth=cache_bandwidth, launch_ns=launch_ns, call_ns=call_ns,
-        upload_bw=copy_bw, download_bw=copy_bw,
-        transfer_ns=transfer_ns, build_s=_build_seconds(backend), init_s=init_s,
-        simple_ns=simple_ns, host_memory=_host_memory(backend),
-        source=f"{'quick' if quick else 'full'} calibration of {name}")
+    return (copies["up1"] + copies["down1"]) / 2 * 1e9
 
 
 def _model_ns(kernel, m: MachineParams) -> float:
@@ -136,34 +158,27 @@ def _model_ns(kernel, m: MachineParams) -> float:
         profile.iterations / max(statement.instances, 1)
 
 
-def _units(backend: str, lanes: float) -> float:
-    """Work items at once where they diverge: a CPU device's compute units (it vectorizes
-    work items only where they run alike); a GPU's lanes."""
+@dataclass(frozen=True)
+class _Facts:
+    """What the driver says of the device."""
+
+    name: str
+    cpu: bool              # a CPU device: it computes in the host's memory, and vectorizes
+                           # work items only where they do not diverge
+    compute_units: float
+    cache_bytes: int
+
+
+def _facts(backend: str) -> _Facts:
     if backend == "opencl":
         from asp_core.backends import opencl
 
         info = opencl.device()
-        return float(info.compute_units) if info.kind == "CPU" else lanes
-    return lanes
-
-
-def _host_memory(backend: str) -> bool:
-    """Whether the device computes in the host's memory (a CPU device, as PoCL's)."""
-    if backend == "opencl":
-        from asp_core.backends import opencl
-
-        return opencl.device().kind == "CPU"
-    return False
-
-
-def _cache_bytes(backend: str) -> int:
-    if backend == "opencl":
-        from asp_core.backends import opencl
-
-        return opencl.device().cache or (1 << 20)
+        return _Facts(info.name, info.kind == "CPU", float(info.compute_units),
+                      info.cache or (1 << 20))
     from asp_core.backends import cuda
 
-    return cuda.l2_cache_bytes()
+    return _Facts(cuda.device_architecture(), False, 0.0, cuda.l2_cache_bytes())
 
 
 def _calls(kernel, args: tuple):
@@ -186,26 +201,18 @@ def _init(backend: str) -> float:
     if backend == "opencl":
         from asp_core.backends import opencl
 
-        if "pyopencl" in sys.modules and opencl._runtime.cache_info().currsize:
+        if opencl.initialized():
             return 0.5
         started = time.perf_counter()
         opencl.device()
         return time.perf_counter() - started
     from asp_core.backends import cuda
 
+    if cuda.initialized():
+        return 0.5
     started = time.perf_counter()
     cuda.cuda_context()
-    return max(time.perf_counter() - started, 0.0)
-
-
-def _device_name(backend: str) -> str:
-    if backend == "opencl":
-        from asp_core.backends import opencl
-
-        return opencl.device().name
-    from asp_core.backends import cuda
-
-    return cuda.device_architecture()
+    return time.perf_counter() - started
 
 
 def _copies(backend: str):
