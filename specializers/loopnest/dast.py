@@ -1,7 +1,8 @@
 """The loop-nest DAST: frozen nodes for loop nests, predicated assignments and expressions.
 
 Produced by ``lowering`` (one tree per top-level loop nest of a kernel), then rewritten by the
-passes (``ifconvert`` removes ``If``). Every node may carry ``loc`` (file, line, column in the
+passes (``ifconvert`` removes ``If``, ``Break`` and ``Continue``: a ``break`` becomes an
+``Assign`` of kind ``"break"``, which the code generators print as their own ``break``). Every node may carry ``loc`` (file, line, column in the
 user's source), which ``==`` and ``dump()`` ignore.
 
 Names: a ``Var`` is a scalar: a loop variable, a scalar the nest writes, or a loop-invariant
@@ -99,8 +100,9 @@ class Assign(Stmt):
 
     ``aug`` records an augmented assignment as written (``"+"`` for ``+=``); ``value`` is then
     already the full right-hand side (``target + expr``). ``sid`` numbers statements in source
-    order within the nest; ``kind`` is ``"user"`` or ``"predicate"`` (a temporary made by
-    if-conversion).
+    order within the nest; ``kind`` is ``"user"``, ``"predicate"`` (a temporary made by
+    if-conversion) or ``"break"``: where its predicate holds, the innermost enclosing loop ends
+    (its target is a flag no statement reads; the code generators print a ``break``).
     """
 
     target: ArrayRef | Var
@@ -118,6 +120,23 @@ class If(Stmt):
     test: Expr
     body: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Break(Stmt):
+    """``break``: ends the innermost enclosing loop (removed by if-conversion)."""
+
+
+@dataclass(frozen=True)
+class Continue(Stmt):
+    """``continue``: skips the rest of the innermost enclosing loop's iteration (removed by
+    if-conversion: the statements after it run under a predicate)."""
+
+
+#: The stop of the loop a ``while`` loop becomes (``for __asp_wN in range(0, WHILE_STOP)``
+#: whose body starts with ``if not test: break``): no loop runs that long, and the cost
+#: model counts such a loop as ``cost.domain.WHILE_TRIPS`` iterations.
+WHILE_STOP = 2 ** 62
 
 
 @dataclass(frozen=True)
@@ -151,6 +170,11 @@ class Nest(Node):
 def statements(node: Node) -> list[Assign]:
     """The assignments under ``node``, in source order."""
     return [n for n in node.walk() if isinstance(n, Assign)]
+
+
+def exits(loop: Loop) -> list[Assign]:
+    """The ``break`` statements that end ``loop`` (after if-conversion)."""
+    return [s for s in loop.body if isinstance(s, Assign) and s.kind == "break"]
 
 
 def loops(node: Node) -> list[Loop]:

@@ -2,7 +2,9 @@
 
 Accepted (anything else raises ``UnsupportedConstruct`` naming the construct and its line):
 
-* ``for v in range(...)`` with one to three arguments and no ``else``;
+* ``for v in range(...)`` with one to three arguments and no ``else``; ``while test:`` (no
+  ``else``), lowered to ``for __asp_wN in range(0, WHILE_STOP)`` whose body starts with
+  ``if not test: break``; ``break`` and ``continue`` (removed by ``ifconvert``);
 * assignments and augmented assignments to array elements (``A[i, j]``, ``A[i][j]``) and to
   scalar names; ``if``/``elif``/``else``; ``pass``;
 * constants, names, ``self.x`` attributes, ``A.shape[k]``, ``len(A)``, ``math``/``numpy``
@@ -33,6 +35,8 @@ from . import inlining, intrinsics
 RESERVED_PREFIX = "__asp"
 #: Temporaries holding the arguments of inlined calls that are evaluated first (``inline``).
 ARGUMENT_PREFIX = "__asp_a"
+#: The variables of the loops ``while`` loops become.
+WHILE_PREFIX = "__asp_w"
 _MISSING = object()
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -42,7 +46,6 @@ _UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not"}
 
 #: Statement types with a readable name for error messages.
 _STATEMENT_NAMES = {
-    ast.While: "while loop", ast.Break: "break", ast.Continue: "continue",
     ast.Return: "return inside a loop nest", ast.With: "with statement", ast.Try: "try statement",
     ast.FunctionDef: "function definition", ast.ClassDef: "class definition",
     ast.Delete: "del statement", ast.Global: "global statement", ast.Nonlocal: "nonlocal statement",
@@ -161,9 +164,30 @@ class _Lowering(NodeVisitor):
                 out.append(lowered)
         return tuple(out)
 
+    def while_loop(self, node: ast.While, enclosing: set[str]) -> d.Loop:
+        """``while test: body`` as ``for w in range(0, WHILE_STOP): if not test: break`` and
+        the body: the test is evaluated before each iteration, as Python does."""
+        if node.orelse:
+            raise self.unsupported(node, "while-else")
+        lid = self.next_lid
+        self.next_lid += 1
+        test = self.truth(node.test)
+        first, self.pending = tuple(self.pending), []  # an inlined call's arguments, each time
+        loc = self.loc(node)
+        stop = d.If(d.UnaryOp("not", test, loc=test.loc), (d.Break(loc=loc),), (), loc=loc)
+        body = first + (stop,) + self.block(node.body, enclosing)
+        return d.Loop(f"{WHILE_PREFIX}{lid}", d.Const(0), d.Const(d.WHILE_STOP), d.Const(1),
+                      body, lid, loc=loc)
+
     def statement(self, node: ast.stmt, enclosing: set[str]) -> d.Stmt | None:
         if isinstance(node, ast.For):
             return self.loop(node, enclosing)
+        if isinstance(node, ast.While):
+            return self.while_loop(node, enclosing)
+        if isinstance(node, ast.Break):
+            return d.Break(loc=self.loc(node))
+        if isinstance(node, ast.Continue):
+            return d.Continue(loc=self.loc(node))
         if isinstance(node, ast.If):
             return d.If(self.truth(node.test), self.block(node.body, enclosing),
                         self.block(node.orelse, enclosing), loc=self.loc(node))

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from asp_core.errors import UnsupportedConstruct
 
 from . import dast as d
-from .ifconvert import PREDICATE_PREFIX
-from .lowering import ARGUMENT_PREFIX
+from .ifconvert import EXIT_PREFIX, PREDICATE_PREFIX
+from .lowering import ARGUMENT_PREFIX, WHILE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,10 @@ class NestNames:
     @property
     def outputs(self) -> tuple[str, ...]:
         """Names whose final values the nest hands back to the kernel (Python leaves loop
-        variables bound after a loop, so they are outputs too)."""
-        return self.scalars + tuple(dict.fromkeys(self.loop_vars))
+        variables bound after a loop, so they are outputs too; not those of the loops
+        ``while`` loops become, which Python does not have)."""
+        return self.scalars + tuple(v for v in dict.fromkeys(self.loop_vars)
+                                    if not v.startswith(WHILE_PREFIX))
 
 
 def nest_names(nest: d.Nest) -> NestNames:
@@ -80,8 +82,9 @@ def nest_names(nest: d.Nest) -> NestNames:
                 written.setdefault(name, stmt)
 
     visit(nest.loop, frozenset())
-    # the nest's own temporaries: if-conversion's predicates, inlined calls' arguments
-    internal = (PREDICATE_PREFIX, ARGUMENT_PREFIX)
+    # the nest's own temporaries: if-conversion's predicates and exit flags, inlined calls'
+    # arguments
+    internal = (PREDICATE_PREFIX, ARGUMENT_PREFIX, EXIT_PREFIX)
     temps = tuple(sorted((n for n in written if n.startswith(internal)),
                          key=lambda n: (n.rstrip("0123456789"),
                                         int(n[len(n.rstrip("0123456789")):]))))

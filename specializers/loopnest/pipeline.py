@@ -78,6 +78,11 @@ class NestAnalysis:
         return self.node.lineno
 
     @functools.cached_property
+    def exit_loops(self) -> frozenset[int]:
+        """The loops (ids) a ``break`` may end: how many iterations they run depends on data."""
+        return frozenset(loop.lid for loop in d.loops(self.nest.loop) if d.exits(loop))
+
+    @functools.cached_property
     def statements(self) -> tuple[d.Assign, ...]:
         return tuple(d.statements(self.nest.loop))
 
@@ -238,6 +243,7 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
         names = nest_names(nest)
         access = access_info(nest, names)
         live = names_read_outside(ctx.fa.tree, node)
+        _check_exit_variables(nest, live)
         scalars = classify_scalars(nest, names, live)
         ranks = array_ranks(access)
     except UnsupportedConstruct as exc:
@@ -246,6 +252,22 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
     # an inlined call out of Python's order: its errors come from the original code, as in try
     return NestAnalysis(index, node, nest, names, access, scalars, required, ranks, live,
                         guarded or nest.reordered)
+
+
+def _check_exit_variables(nest: d.Nest, live: frozenset[str]) -> None:
+    """Refuse a nest where the kernel reads, after it, the variable of a loop that a ``break``
+    ends (or of a loop inside one): its final value depends on where the loop stopped, and
+    the compiled variants compute final values from the bounds (``codegen.finals``)."""
+    for loop in d.loops(nest.loop):
+        exits = d.exits(loop)
+        if not exits:
+            continue
+        read = [inner.var for inner in d.loops(loop) if inner.var in live]
+        if read:
+            raise UnsupportedConstruct(
+                f"unsupported break: the kernel reads '{read[0]}' after the nest, the variable "
+                "of a loop that this break ends (or of a loop inside it): keep the value you "
+                "need in a variable of your own before the break", exits[0].loc, "break")
 
 
 def array_ranks(access: AccessInfo) -> dict[str, int]:

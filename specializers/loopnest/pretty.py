@@ -87,7 +87,9 @@ def expression(expr: d.Expr) -> str:
 def statement(stmt: d.Assign) -> str:
     """Readable text of an assignment, with its augmented form and predicate."""
     target = expression(stmt.target)
-    if stmt.aug and isinstance(stmt.value, d.BinOp):
+    if stmt.kind == "break":
+        text = "break"
+    elif stmt.aug and isinstance(stmt.value, d.BinOp):
         text = f"{target} {stmt.aug}= {expression(stmt.value.right)}"
     else:
         text = f"{target} = {expression(stmt.value)}"

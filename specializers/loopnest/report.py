@@ -199,6 +199,12 @@ def _plan_text(analysis: NestAnalysis, plan) -> list[str]:
     if scalar:
         out.append("    through scalars:")
         out += [f"        {edge_text(e)}" for e in scalar]
+    for stmt in analysis.statements:
+        if stmt.kind == "break":
+            loop = analysis.access.loop(analysis.access.statement(stmt.sid).loops[-1])
+            line = stmt.loc.line if stmt.loc else analysis.line
+            out.append(f"    S{stmt.sid} (break, line {line}) ends {_loop_name(loop.var)}: it runs "
+                       "its iterations in order and stops there, as in Python")
     if analysis.order_restriction:
         out.append(f"  schedule: source order kept, because {analysis.order_restriction}")
     out.append("  schedule:")
@@ -236,6 +242,10 @@ def _nest_text(analysis: NestAnalysis | RejectedNest, record: NestCall | None) -
     for loop in analysis.access.loops:
         guard = f" when {loop.predicate}" if loop.predicate else ""
         src = next(l for l in _loops(analysis) if l.lid == loop.lid)
+        if _loop_name(loop.var) != f"loop {loop.var}":
+            line = src.loc.line if src.loc else analysis.line
+            out.append(f"    {'  ' * (loop.depth - 1)}while loop (line {line}){guard}")
+            continue
         out.append(f"    {'  ' * (loop.depth - 1)}for {loop.var} in range({expression(src.start)}, "
                    f"{expression(src.stop)}, {expression(src.step)}){guard}")
     out.append("  statements:")
@@ -298,3 +308,10 @@ def _poly_text(poly) -> str:
         out.append("*".join(factors))
     text = " + ".join(out).replace("+ -", "- ")
     return f"({text})" if len(out) > 1 else text
+
+
+def _loop_name(var: str) -> str:
+    """A loop as the user wrote it: ``while`` loops have no variable of their own."""
+    from .lowering import WHILE_PREFIX
+
+    return "the while loop" if var.startswith(WHILE_PREFIX) else f"loop {var}"

@@ -4,7 +4,8 @@
 * Arrays that share memory must hold the same dtype (a typed view of other bytes is left to
   Python).
 * Every subscript the analysis could not prove in range is tried at the corners of the
-  iteration space (each loop at its first and last iteration): if one is out of range there,
+  iteration space (each loop at its first and last iteration; not inside a loop under a branch
+  or one a ``break`` may end, which may never get there): if one is out of range there,
   Python would raise IndexError sooner or later, so the call raises it before any native
   write, naming the array, the subscript and the iteration. What the corners do not settle
   is checked inside the generated code when it runs.
@@ -48,8 +49,9 @@ def corner_index_error(analysis, plan, shapes: dict[str, tuple[int, ...]]) -> In
         stmt = analysis.statements[st.sid]
         if stmt.predicate or any(loops[l].t_max < 0 for l in st.loops):
             continue
-        if any(analysis.access.loop(l).predicate for l in st.loops):
-            continue
+        if any(analysis.access.loop(l).predicate or l in analysis.exit_loops
+               for l in st.loops):
+            continue   # it may never reach a corner: a branch, or a break before it
         for acc, bound in zip(st.accesses, plan.bound.accesses[st.sid]):
             for dim, (mode, form) in enumerate(zip(bound.modes, bound.raw)):
                 if mode != CHECKED or form is None:

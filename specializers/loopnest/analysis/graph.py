@@ -134,7 +134,8 @@ def static_dependences(access: AccessInfo, scalars: ScalarInfo, statements) -> S
                 pairs.append(key)
     common = {(a.sid, b.sid): common_loops(a.loops, b.loops)
               for a in access.statements for b in access.statements}
-    return StaticDependences(scalar_edges(access, scalars, statements), tuple(pairs),
+    return StaticDependences(scalar_edges(access, scalars, statements) +
+                             exit_edges(access, statements), tuple(pairs),
                              tuple(proven), descriptions, common)
 
 
@@ -182,6 +183,34 @@ def scalar_edges(access: AccessInfo, scalars: ScalarInfo, statements) -> tuple[E
                 if x is not y:
                     edges += _scalar_pair_edges(name, y, x, scalars, statements,
                                                 loop_independent=False)
+    return tuple(edges)
+
+
+def exit_edges(access: AccessInfo, statements) -> tuple[Edge, ...]:
+    """The order a ``break`` imposes on its loop (``ifconvert``): whether a later iteration
+    runs at all depends on it, so every statement instance inside the loop depends on the
+    break of each earlier iteration and precedes the break of each later one (carried both
+    ways: the loop is sequential and none of its statements leaves it), and within one
+    iteration the statements keep their places before and after it (loop-independent)."""
+    edges: list[Edge] = []
+    for st in access.statements:
+        stmt = statements[st.sid]
+        if stmt.kind != "break":
+            continue
+        loops, level = st.loops, len(st.loops)
+        carried = ("=",) * (level - 1) + ("<",)
+        unknown = (None,) * level
+        for other in access.statements:
+            if other.loops[:level] != loops:
+                continue   # outside the loop the break ends
+            pairs = {(st.sid, other.sid), (other.sid, st.sid)}
+            for source, sink in sorted(pairs):
+                edges.append(Edge(source, sink, FLOW, stmt.target.name, loops, carried, level,
+                                  unknown, "break"))
+            if other.sid != st.sid:
+                first, second = sorted((st.sid, other.sid))
+                edges.append(Edge(first, second, FLOW, stmt.target.name, loops,
+                                  ("=",) * level, None, unknown, "break"))
     return tuple(edges)
 
 

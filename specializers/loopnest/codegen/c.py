@@ -211,6 +211,8 @@ class CModuleBuilder:
     def assignment(self, stmt: d.Assign) -> list[str]:
         """The lines of one statement (without its predicate)."""
         self.current = stmt
+        if stmt.kind == "break":   # ends the innermost loop, as Python's (``ifconvert``)
+            return ["break;"]
         value_ty = self.types.of(stmt.value)
         value = self.expr.value(stmt.value)
         fallible = "asp_err" in value

@@ -16,6 +16,7 @@
   enter a worksharing loop, the iteration ends with a barrier: without it, a thread that
   skipped the loop could run the next iteration's ``single`` and change the predicate before
   a slower thread has read it, and the threads would meet different barriers (a deadlock).
+  A ``break`` of such a loop is taken by every thread (``statement``), on the same terms.
 * Inside a thread's share, an innermost parallel loop whose body has no error path gets
   ``omp simd`` where the compiler's own vectorizer would not vectorize it (a reduction, or
   arrays that share memory); other inner loops are left to the compiler.
@@ -134,6 +135,15 @@ class OpenMPEmitter(CEmitter):
     # -- statements ----------------------------------------------------------------------------
 
     def statement(self, stmt: d.Assign, node: SStmt) -> None:
+        if stmt.kind == "break" and self.region and not self.share and not self.plain:
+            # every thread walks the loop: each leaves it, after the single blocks before
+            # (their barrier publishes the predicate); no thread may change the predicate
+            # before all have read it (the barrier at the iteration's end: shared_reads)
+            self.flush_single()
+            if stmt.predicate:
+                self.shared_reads = True
+            super().statement(stmt, node)
+            return
         if self.region and not self.share and not self.plain:
             saved, self.lines = self.lines, []
             depth, self.depth = self.depth, 1

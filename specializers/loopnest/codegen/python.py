@@ -96,6 +96,9 @@ class PythonEmitter:
             self.line(f"    ({', '.join(keep)},) = {snap}")
 
     def statement(self, stmt: d.Assign, node: SStmt) -> None:
+        if stmt.kind == "break":   # (``ifconvert``)
+            self.line(f"if {identifier(stmt.predicate)}: break" if stmt.predicate else "break")
+            return
         target = self.text(stmt.target)
         value = self.text(stmt.value)
         if stmt.predicate:

@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from ..analysis.binding import BoundLoop, TForm
+from ..dast import WHILE_STOP
 
 #: The most points of the enumerated loops kept at once (a few MB of int64 per loop).
 MAX_POINTS = 1 << 20
@@ -37,8 +38,16 @@ class Count:
     exact: bool = True
 
 
+#: The iterations assumed of a ``while`` loop (``dast.WHILE_STOP``), whose count no bound
+#: tells; the prediction is an estimate there (``Count.exact`` stays True: nothing better
+#: can be counted).
+WHILE_TRIPS = 16
+
+
 def trips(loop: BoundLoop, points: dict[int, np.ndarray], size: int) -> np.ndarray:
     """Trip counts of ``loop`` at each point (``points``: enclosing lid -> t values)."""
+    if loop.extent.const >= WHILE_STOP and not loop.extent.coeffs:
+        return np.full(size, WHILE_TRIPS, dtype=np.int64)
     extent = _evaluate(loop.extent, points, size)
     step = abs(loop.step)
     return np.maximum(0, -(-extent // step))
@@ -79,8 +88,8 @@ def per_iteration(chain: Sequence[int], loops: dict[int, BoundLoop], lid: int
     the loop (a rectangular loop of a million iterations took 8 ms to enumerate)."""
     loop = loops[lid]
     if not loop.extent.coeffs and lid not in needed(chain, loops):
-        size = max(loop.t_max + 1, 0)
-        if int(trips(loop, {}, 1)[0]) == size:
+        size = int(trips(loop, {}, 1)[0])
+        if size == max(loop.t_max + 1, 0):
             total = count(chain, loops)
             if not total.exact:
                 return None
@@ -89,6 +98,8 @@ def per_iteration(chain: Sequence[int], loops: dict[int, BoundLoop], lid: int
     if not total.exact or lid not in points:
         return None
     size = max(loops[lid].t_max + 1, 0)
+    if size > MAX_POINTS:
+        return None
     return np.bincount(points[lid].astype(np.int64), weights=weights.astype(float),
                        minlength=size)[:size]
 

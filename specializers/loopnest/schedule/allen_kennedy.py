@@ -250,6 +250,8 @@ def _with_locality(ctx: _Context, node: SLoop, stmts: frozenset[int], edges: lis
     if len(chain) < 2 or any(isinstance(c, SLoop) for c in chain[-1].body):
         return node
     band = [n.lid for n in chain]
+    if any(d.exits(ctx.loops[l]) for l in band):
+        return node   # a break ends its own loop: that loop keeps its place
     variables = {ctx.loops[l].var for l in band}
     for l in band[1:]:
         info = ctx.access.loop(l)
@@ -350,7 +352,8 @@ def _interchanged_band(ctx: _Context, level: int, lid: int, stmts: frozenset[int
     if len(chains) != 1:
         return None
     (band,) = chains
-    if len(band) < 2 or any(ctx.loops[l].predicate for l in band[1:]):
+    if len(band) < 2 or any(ctx.loops[l].predicate for l in band[1:]) or \
+            any(d.exits(ctx.loops[l]) for l in band):
         return None
     band_vars = {ctx.loops[l].var for l in band}
     for l in band:

@@ -20,14 +20,16 @@ from specializers.loopnest.checking import load_source
 N = 6  # array extent; the kernels take it as the argument n
 
 UNSUPPORTED = [
-    "while False:\n{i}    pass",
+    "while False:\n{i}    pass",   # (compiled: see "break")
     "print({v})",
     "A[0:2, 0] = 1.0",
     "s0, s1 = 1.0, 2.0",
     "self.v = {v}",
     "s0 = 'text'",
     "lst = [{v}]",
-    "break",
+    "return {v}",
+    "try:\n{i}    pass\n{i}except ValueError:\n{i}    pass",
+    "break",   # (compiled since break/continue/while are: kept, to meet them anywhere)
 ]
 
 def load_kernel(source: str):

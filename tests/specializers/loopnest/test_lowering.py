@@ -105,11 +105,13 @@ def k_while(self, A, n):
     for i in range(n):
         while A[i] > 0:
             A[i] -= 1
+        else:
+            n = 1
 
 
-def k_break(self, A, n):
+def k_return(self, A, n):
     for i in range(n):
-        break
+        return i
 
 
 def k_call(self, A, n):
@@ -166,7 +168,7 @@ def k_is(self, A, n):
 
 
 @pytest.mark.parametrize("func, construct, offset", [
-    (k_while, "while loop", 2), (k_break, "break", 2), (k_call, "call", 2),
+    (k_while, "while-else", 2), (k_return, "return inside a loop nest", 2), (k_call, "call", 2),
     (k_unknown, "call", 2), (k_slice, "slice", 2), (k_iter, "loop iterator", 1),
     (k_tuple, "tuple assignment", 2), (k_attr, "attribute write", 2),
     (k_string, "constant", 2), (k_else, "for-else", 1), (k_reuse, "loop variable reuse", 2),

@@ -78,7 +78,9 @@ def test_strict_mode_names_the_line_of_a_rejected_nest():
               "    def kernel(self, A, n):\n"
               "        for i in range(n):\n"
               "            while A[i] > 1:\n"
-              "                A[i] /= 2\n")
+              "                A[i] /= 2\n"
+              "            else:\n"
+              "                A[i] = 0.0\n")
     Kernel, path = load_kernel(source)
     import numpy as np
     import pytest
