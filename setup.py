@@ -1,7 +1,8 @@
 """Packaging for asp-sejits: the generic SEJITS core (asp_core) and the loop-nest specializer.
 
 The top-level ``templates/`` folder ships inside the wheel as the package ``asp_core._templates``
-so that ``asp_core.templates`` finds it both in a checkout and in an installed wheel.
+so that ``asp_core.templates`` finds it both in a checkout and in an installed wheel. The ``asp``
+command line (``asp_core.cli``) is installed as a console script.
 """
 
 import os
@@ -47,7 +48,9 @@ setup(
         "mako>=1.2",
         "platformdirs>=3",
         "tqdm>=4.60",
+        "click>=8.1",
     ],
+    entry_points={"console_scripts": ["asp = asp_core.cli:main"]},
     extras_require={
         "cuda": ["pycuda>=2022.2"],
         "opencl": ["pyopencl>=2022.1"],

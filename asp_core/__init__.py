@@ -12,7 +12,8 @@ Modules, each with one job:
   fallback; ``dumps``: writing ``ASP_DUMP_DIR`` safely; ``lru``: bounded in-memory caches;
   ``forking``: OpenMP and ``fork()``; ``openmp_runtime``: the OpenMP wait policy;
   ``selection``: variant choice by predicted cost, corrected online; ``calibration``: stored
-  machine parameters; ``pysource``: small generated Python functions, without a template
+  machine parameters; ``pysource``: small generated Python functions, without a template;
+  ``cli``: the ``asp`` command (calibrate, explain, cache care)
 
 Importing the package does no work: nothing is compiled, probed or read until used.
 """

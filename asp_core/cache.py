@@ -21,6 +21,15 @@
   once they are ``STALE_TMP_SECONDS`` old and no process holds their key's lock.
 * An in-process memo in front remembers entries already verified (``clear_memo()``); a hit is
   trusted only while the entry's folder is still the same one (device, inode, change times).
+* A size cap (``max_bytes()``: ``ASP_CACHE_MAX_BYTES``, default 1 GiB), least recently used
+  first. Each use (a hit verified or built, or every ``TOUCH_EVERY_S`` while a process keeps
+  using an entry it verified) sets the modification time of the key's lock file, so atime and
+  noatime mounts do not matter. A build adds its bytes to a running estimate (one small file);
+  only when the estimate passes the cap does it walk the cache and ``prune`` it to ``PRUNE_TO``
+  of the cap. ``prune`` takes each key's lock without waiting and skips an entry that is locked
+  (being built, replaced or verified: a reader verifies under a shared lock) or used in the last
+  ``PRUNE_GRACE_S`` seconds (about to be loaded); it renames the entry away before deleting it,
+  so a reader finds a whole entry or none. ``entries()`` lists them for the command line.
 """
 
 from __future__ import annotations
@@ -50,6 +59,16 @@ MANIFEST = "MANIFEST.json"
 #: Age from which a temporary build folder whose key nobody is building is removed.
 STALE_TMP_SECONDS = 600
 _KEY = re.compile(r"[0-9a-f]{64}")
+_SHARD = re.compile(r"[0-9a-f]{2}")
+#: The cap on the entries' total size unless ``ASP_CACHE_MAX_BYTES`` sets another.
+DEFAULT_MAX_BYTES = 1 << 30
+#: Pruning after a build leaves at most this share of the cap, so the next builds do not prune.
+PRUNE_TO = 0.75
+#: An entry used this recently is never pruned: a process may be about to load it.
+PRUNE_GRACE_S = 60.0
+#: A process that keeps using an entry it verified records the use at most this often.
+TOUCH_EVERY_S = 20.0
+_SIZE = re.compile(r"(\d+(?:\.\d*)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
 
 def canonical(obj: Any) -> str:
@@ -90,6 +109,32 @@ def default_cache_root(cache_dir: Path | None = None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("asp-sejits"))
+
+
+def parse_size(text: str) -> int:
+    """Bytes from a size such as ``1048576``, ``500M`` or ``2G`` (K, M, G, T: powers of 1024;
+    ``KiB``, ``MB`` and the like read the same); ``ValueError`` if it is not one."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"not a size: {text!r} (examples: 1048576, 500M, 2G)")
+    return int(float(match.group(1)) * 1024 ** " kmgt".index(match.group(2).lower() or " "))
+
+
+def max_bytes(environ: dict[str, str] | None = None) -> int | None:
+    """The cap on the entries' total size: ``ASP_CACHE_MAX_BYTES`` (a size for ``parse_size``;
+    ``0``, ``none`` or ``off``: no cap), else ``DEFAULT_MAX_BYTES``. A value that is not a size
+    is logged and the default used."""
+    text = (os.environ if environ is None else environ).get("ASP_CACHE_MAX_BYTES", "").strip()
+    if not text:
+        return DEFAULT_MAX_BYTES
+    if text.lower() in ("0", "none", "off"):
+        return None
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        log.warning("ASP_CACHE_MAX_BYTES: %s; using the default cap of %d bytes", exc,
+                    DEFAULT_MAX_BYTES)
+        return DEFAULT_MAX_BYTES
 
 
 def _file_digest(path: Path) -> str:
@@ -145,15 +190,46 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
 
 
 @dataclasses.dataclass(frozen=True)
+class EntryInfo:
+    """One cache entry as ``DiskCache.entries()`` lists it: bytes on disk, last use (seconds
+    since the epoch) and the files its manifest lists (none if it has no readable manifest)."""
+
+    key: str
+    path: Path
+    size: int
+    last_used: float
+    files: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Pruned:
+    """What ``DiskCache.prune`` did: the entries removed, those past the size that it kept (in
+    use, or used in the last ``PRUNE_GRACE_S``), and the bytes the entries hold now."""
+
+    removed: tuple[EntryInfo, ...]
+    kept: tuple[EntryInfo, ...]
+    total: int
+
+
+@dataclasses.dataclass(frozen=True)
 class _Verified:
-    """An entry verified by this process, and the identity of its folder then."""
+    """An entry verified by this process, the identity of its folder then, and when this
+    process last recorded a use of it (``time.monotonic()``)."""
 
     path: Path
     identity: tuple[int, ...]
+    touched: float = 0.0
 
     @classmethod
     def of(cls, path: Path) -> "_Verified":
-        return cls(path, _identity(os.lstat(path)))
+        return cls(path, _identity(os.lstat(path)), time.monotonic())
+
+    def touch(self, stamp: Path) -> "_Verified":
+        """Record a use (the modification time of ``stamp``, the key's lock file); a stamp that
+        cannot be set only makes the entry look older to ``prune``."""
+        with contextlib.suppress(OSError):
+            os.utime(stamp, follow_symlinks=False)
+        return dataclasses.replace(self, touched=time.monotonic())
 
     def still_there(self) -> bool:
         """True while the entry's folder is the one verified (not deleted, not replaced)."""
@@ -186,7 +262,7 @@ class DiskCache:
         with _faults(self.root):
             self._prepare()
             entry = self.path_of(key)
-            return entry if self._valid(entry, key) else None
+            return entry if self._use(entry, key) else None
 
     def entry(self, key: str, build: Callable[[Path], None]) -> Path:
         """The folder of artifacts for ``key``; ``build(folder)`` fills it if it is missing."""
@@ -194,41 +270,62 @@ class DiskCache:
         hit = _MEMO.get(memo_key)
         if hit is not None:
             if hit.still_there():
+                if time.monotonic() - hit.touched > TOUCH_EVERY_S:
+                    _MEMO[memo_key] = hit.touch(self._lock(key).path)
                 return hit.path
             del _MEMO[memo_key]
+        built = 0
         with _faults(self.root):
             self._prepare()
             entry = self.path_of(key)
-            if not self._valid(entry, key):
-                with self._lock(key):
+            if not self._use(entry, key):
+                with self._lock(key) as lock:
                     if not self._valid(entry, key):  # another process may have built it
                         started = time.perf_counter()
-                        self._build(entry, key, build)
+                        built = self._build(entry, key, build)
                         log.debug("built %s in %.3f s", key[:16],
                                   time.perf_counter() - started)
+                    lock.touch()
             else:
                 log.debug("found %s in the disk cache", key[:16])
             _MEMO[memo_key] = _Verified.of(entry)
+        if built:
+            self._account(built)
         return entry
 
     def replace(self, key: str, build: Callable[[Path], None]) -> Path:
         """Rebuild the entry for ``key``: it verified, but does not work on this machine (a
         library for another CPU). Another process that already replaced it is trusted."""
         bad = _MEMO.pop((str(self.root), key), None)
+        built = 0
         with _faults(self.root):
             self._prepare()
             entry = self.path_of(key)
-            with self._lock(key):
+            with self._lock(key) as lock:
                 renewed = bad is not None and not bad.still_there()
                 if not (renewed and self._valid(entry, key)):
-                    self._build(entry, key, build)
+                    built = self._build(entry, key, build)
+                lock.touch()
             _MEMO[(str(self.root), key)] = _Verified.of(entry)
+        if built:
+            self._account(built)
         return entry
 
-    def _lock(self, key: str) -> "_FileLock":
-        return _FileLock(self.root / "locks" / f"{key}.lock")
+    def _lock(self, key: str, *, shared: bool = False) -> "_FileLock":
+        return _FileLock(self.root / "locks" / f"{key}.lock", shared=shared)
 
-    def _build(self, entry: Path, key: str, build: Callable[[Path], None]) -> None:
+    def _use(self, entry: Path, key: str) -> bool:
+        """``_valid``, under a shared lock of ``key``, with the use recorded first: ``prune``
+        takes that lock exclusively and spares entries used in the last ``PRUNE_GRACE_S``, so
+        an entry found valid here stays to be loaded."""
+        if not os.path.lexists(entry):
+            return False
+        with self._lock(key, shared=True) as lock:
+            lock.touch()
+            return self._valid(entry, key)
+
+    def _build(self, entry: Path, key: str, build: Callable[[Path], None]) -> int:
+        """Build ``key`` into ``entry``; returns the bytes of the new entry."""
         if entry.exists() or entry.is_symlink():
             _remove(entry)
         shard = entry.parent
@@ -246,13 +343,15 @@ class DiskCache:
                 if path.is_file():
                     rel = path.relative_to(tmp).as_posix()
                     files[rel] = [path.stat().st_size, _file_digest(path)]
-            manifest = {"key": key, "version": VERSION, "files": files}
-            (tmp / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
+            manifest = json.dumps({"key": key, "version": VERSION, "files": files},
+                                  sort_keys=True)
+            (tmp / MANIFEST).write_text(manifest)
             os.chmod(tmp / MANIFEST, 0o600)
             os.rename(tmp, entry)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        return len(manifest) + sum(size for size, _ in files.values())
 
     def _remove_stale_tmp(self) -> None:
         """Remove temporary folders left by killed builds: ours, at least ``STALE_TMP_SECONDS``
@@ -315,6 +414,130 @@ class DiskCache:
             for child in self.root.iterdir():
                 if child.name not in ("locks", "tmp", "failed"):
                     _remove(child)
+            if (self.root / "locks").is_dir():
+                self._set_estimate(0)
+
+    # -- size: listing, pruning, the running estimate -----------------------------------------
+
+    def entries(self) -> list[EntryInfo]:
+        """Every entry, least recently used first. Walks the whole cache: for ``prune`` and the
+        command line, never on a call's path."""
+        found = []
+        with _faults(self.root):
+            for shard in _subfolders(self.root):
+                if _SHARD.fullmatch(shard.name):
+                    found += [info for path in _subfolders(shard)
+                              if _KEY.fullmatch(path.name) and path.name[:2] == shard.name
+                              and (info := self._describe(path)) is not None]
+        return sorted(found, key=lambda info: info.last_used)
+
+    def _describe(self, entry: Path) -> EntryInfo | None:
+        """``entry`` as listed; None if it vanished meanwhile (pruned by another process)."""
+        try:
+            built = os.lstat(entry).st_mtime
+            size = tree_bytes(entry)
+        except FileNotFoundError:
+            return None
+        try:  # the last use, else (no lock file: an older cache) when it was built
+            last_used = os.lstat(self._lock(entry.name).path).st_mtime
+        except FileNotFoundError:
+            last_used = built
+        try:
+            manifest = entry / MANIFEST
+            if not stat.S_ISREG(os.lstat(manifest).st_mode):
+                raise ValueError("not a regular file")
+            files = tuple(sorted(json.loads(manifest.read_text())["files"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            files = ()
+        return EntryInfo(entry.name, entry, size, last_used, files)
+
+    def prune(self, limit: int, *, idle_s: float = PRUNE_GRACE_S) -> Pruned:
+        """Remove entries, least recently used first, until they hold at most ``limit`` bytes.
+
+        An entry goes only if no process holds its key's lock (building, replacing or
+        verifying it) and it was not used in the last ``idle_s`` seconds; it is renamed into
+        ``tmp/`` and deleted there under its lock, so a reader finds a whole entry or none.
+        """
+        with _faults(self.root):
+            if not os.path.lexists(self.root):
+                return Pruned((), (), 0)
+            self._prepare()
+            listed = self.entries()
+            total = sum(info.size for info in listed)
+            removed, kept = [], []
+            for info in listed:
+                if total <= limit:
+                    break
+                if self._evict(info, idle_s):
+                    removed.append(info)
+                    total -= info.size
+                else:
+                    kept.append(info)
+            self._set_estimate(total)
+        if removed:
+            log.info("pruned %d cache entries (%d bytes); %d bytes left", len(removed),
+                     sum(info.size for info in removed), total)
+        return Pruned(tuple(removed), tuple(kept), total)
+
+    def _evict(self, info: EntryInfo, idle_s: float) -> bool:
+        """Remove ``info``'s entry if its lock is free and it is idle; True if it is gone."""
+        lock = self._lock(info.key)
+        try:  # no lock file (an older cache): make one that does not look like a use
+            fd = os.open(lock.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            pass  # the usual case (or a reader made it just now: then it is a use)
+        else:
+            os.utime(fd, (info.last_used, info.last_used))
+            os.close(fd)
+        try:
+            if not lock.try_acquire():
+                return False  # being built, replaced or verified
+        except CacheError:
+            return False  # its lock file was a link (now removed): leave it this time
+        try:
+            if time.time() - lock.mtime() < idle_s:
+                return False
+            grave = Path(tempfile.mkdtemp(prefix=f"{info.key}.{os.getpid()}.pruned.",
+                                          dir=self.root / "tmp"))
+            try:
+                os.rename(info.path, grave)  # replaces the empty folder
+            except OSError as exc:
+                os.rmdir(grave)
+                if not isinstance(exc, FileNotFoundError):  # else someone removed it meanwhile
+                    log.warning("cannot prune %s: %s", info.path, exc)
+                    return False
+            else:
+                try:
+                    _remove(grave)
+                except OSError as exc:  # out of the cache already; a later build removes it
+                    log.warning("cannot remove the pruned entry %s: %s", grave, exc)
+        finally:
+            lock.release()
+        _MEMO.pop((str(self.root), info.key), None)
+        return True
+
+    def _estimate_lock(self) -> "_FileLock":
+        """The lock of the running estimate of the entries' bytes, which is also its file."""
+        return _FileLock(self.root / "locks" / "size.lock")
+
+    def _set_estimate(self, total: int) -> None:
+        with self._estimate_lock() as lock:
+            lock.write(str(total))
+
+    def _account(self, nbytes: int) -> None:
+        """Add a new entry's bytes to the running estimate; past the cap (``max_bytes()``),
+        or with no estimate yet, walk the cache and prune it to ``PRUNE_TO`` of the cap."""
+        cap = max_bytes()
+        try:
+            with _faults(self.root), self._estimate_lock() as lock:
+                text = lock.read()
+                estimate = int(text) + nbytes if text.isdigit() else None
+                if estimate is not None:
+                    lock.write(str(estimate))
+            if cap is not None and (estimate is None or estimate > cap):
+                self.prune(int(cap * PRUNE_TO))
+        except CacheError as exc:  # the entry is built: only the cap is not kept this time
+            log.warning("cannot keep the cache %s under its cap: %s", self.root, exc)
 
 
 def _read_manifest(entry: Path, key: str) -> dict:
@@ -405,6 +628,26 @@ def check_entry_file(entry: Path, name: str) -> Path:
     return path
 
 
+def _subfolders(folder: Path) -> list[Path]:
+    """The real folders in ``folder`` (never a link); none if it is missing."""
+    try:
+        with os.scandir(folder) as it:
+            return [Path(e.path) for e in it if e.is_dir(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def tree_bytes(folder: Path) -> int:
+    """The bytes of the regular files under ``folder`` (links not followed)."""
+    total = 0
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                st = os.lstat(os.path.join(dirpath, name))
+                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
@@ -413,14 +656,18 @@ def _remove(path: Path) -> None:
 
 
 class _FileLock:
-    """An exclusive ``flock`` on a file, held for a ``with`` block (waits for other holders).
+    """An exclusive (or ``shared``) ``flock`` on a file, held for a ``with`` block (waits for
+    other holders), or taken by ``try_acquire`` without waiting and let go by ``release``.
 
     The lock file is opened without following links: one that is a symbolic link is refused
-    (``CacheError``) and the link removed, so the next build makes a proper lock file.
+    (``CacheError``) and the link removed, so the next build makes a proper lock file. While
+    held, its modification time (``touch``, ``mtime``) records the last use of the key's entry,
+    and the lock of the size estimate holds the estimate as its text (``read``, ``write``).
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, shared: bool = False):
         self.path = path
+        self.shared = shared
         self._fd: int | None = None
 
     def _open(self) -> int:
@@ -455,15 +702,52 @@ class _FileLock:
         return True
 
     def __enter__(self) -> "_FileLock":
-        self._fd = self._open()
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        fd = self._open()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
         return self
 
     def __exit__(self, *exc) -> None:
+        self.release()
+
+    def try_acquire(self) -> bool:
+        """Take the lock if no process holds it (never waits); True if taken."""
+        fd = self._open()
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
         assert self._fd is not None
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None
+
+    def touch(self, when: float | None = None) -> None:
+        """Set the lock file's modification time to ``when`` (default: now)."""
+        assert self._fd is not None
+        os.utime(self._fd, None if when is None else (when, when))
+
+    def mtime(self) -> float:
+        assert self._fd is not None
+        return os.fstat(self._fd).st_mtime
+
+    def read(self) -> str:
+        assert self._fd is not None
+        return os.pread(self._fd, 64, 0).decode("ascii", "replace").strip()
+
+    def write(self, text: str) -> None:
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, text.encode("ascii"), 0)
 
 
 _MEMO: dict[tuple[str, str], _Verified] = {}

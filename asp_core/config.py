@@ -5,6 +5,7 @@
 | ``ASP_BACKEND``     | force one backend (``python``, ``c``, ``openmp``, ``cuda``, ...) |
 | ``ASP_DISABLE_JIT`` | ``1``: run every specialized function as plain Python          |
 | ``ASP_CACHE_DIR``   | where compiled variants are kept (default: the user cache dir) |
+| ``ASP_CACHE_MAX_BYTES`` | the disk cache's size cap (default 1 GiB; read by ``cache.max_bytes``) |
 | ``ASP_DUMP_DIR``    | write generated source and intermediate forms to this folder   |
 | ``ASP_CFLAGS``      | optimization flags for C (default ``-O3 -march=native``)       |
 | ``ASP_CC``          | the C compiler (default ``$CC``, else ``gcc``)                   |

@@ -6,25 +6,29 @@ machine in the cache folder, where every later run finds them; then those of eac
 backend whose package is installed (``cost.device_calibrate``: OpenCL, CUDA; a few seconds
 each), which the cost model offers only once they are measured. ``calibrate --show`` prints
 the stored ones (or the defaults in use) and measures nothing.
+
+The command line itself is the ``asp calibrate`` command of ``asp_core.cli`` (click), which
+runs ``run_calibration`` here.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Sequence
 
 from asp_core.errors import AspError
 
 
-def _calibrate(args: argparse.Namespace) -> int:
+def run_calibration(quick: bool = False, show: bool = False) -> int:
+    """Measure, print and store the parameters (``show``: print the stored ones); returns the
+    exit status."""
     from .cost import calibrate
     from .cost.machine import DEFAULTS
     from .cost.summary import summary
 
     from .cost import device_calibrate
 
-    if args.show:
+    if show:
         record = calibrate.stored_record()
         if record is None:
             print("No calibration stored for this machine: the cost model uses its defaults.\n")
@@ -37,14 +41,14 @@ def _calibrate(args: argparse.Namespace) -> int:
         return 0
     from tqdm import tqdm
 
-    mode = "quick" if args.quick else "full"
+    mode = "quick" if quick else "full"
     with tqdm(total=len(calibrate.STEPS), desc=f"calibrating ({mode})", unit="step",
               file=sys.stderr, leave=False) as bar:
         def progress(done: int, total: int, what: str) -> None:
             bar.update(done - bar.n)
             bar.set_postfix_str(what)
 
-        params = calibrate.measure(quick=args.quick, progress=progress)
+        params = calibrate.measure(quick=quick, progress=progress)
     print(summary(params))
     try:
         record = calibrate.store(params)
@@ -52,7 +56,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"\nnot stored: {exc}", file=sys.stderr)
         return 1
     print(f"\nstored: {record.describe()}")
-    return _calibrate_devices(args.quick)
+    return _calibrate_devices(quick)
 
 
 def _calibrate_devices(quick: bool) -> int:
@@ -80,23 +84,12 @@ def _calibrate_devices(quick: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m specializers.loopnest",
-                                     description="The loop-nest specializer's tools.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    calibrate = commands.add_parser(
-        "calibrate", help="measure this machine's cost-model parameters and store them",
-        description="Measure this machine's cost-model parameters (interpreter and compiled "
-                    "operation times, call overheads, memory bandwidth, OpenMP costs, compile "
-                    "time), print them and store them in the cache folder.")
-    calibrate.add_argument("--quick", action="store_true",
-                           help="a quick measurement (about 2 s) instead of the full one "
-                                "(about 15 s)")
-    calibrate.add_argument("--show", action="store_true",
-                           help="print the stored parameters (or the defaults in use); "
-                                "measure nothing")
-    calibrate.set_defaults(run=_calibrate)
-    args = parser.parse_args(argv)
-    return args.run(args)
+    from asp_core import cli
+
+    tools = cli.Group("loopnest", commands=[cli.calibrate],
+                      help="The loop-nest specializer's tools (also: asp calibrate).",
+                      context_settings={"help_option_names": ["-h", "--help"]})
+    return cli.run(tools, argv, prog_name="python -m specializers.loopnest")
 
 
 if __name__ == "__main__":
