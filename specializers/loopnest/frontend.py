@@ -13,7 +13,7 @@ from typing import Callable
 
 from asp_core.frontend import FunctionAST, free_variables, function_ast, local_names
 
-from .lowering import KernelContext
+from .lowering import RETURN_FLAG, RETURN_VALUE, KernelContext
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,10 +34,13 @@ def kernel_source(func: Callable) -> KernelSource:
         raise TypeError(f"{fa.qualname}: kernel() must be a plain method (def), not a "
                         f"{type(tree).__name__}")
     params = fa.parameters()
-    ctx = KernelContext(fa=fa, free=free_variables(fa.func, fa),
-                        local_names=frozenset(local_names(tree)),
+    nests = tuple(top_level_loops(tree.body))
+    names = set(local_names(tree))
+    if any(isinstance(n, ast.Return) for nest in nests for n in ast.walk(nest)):
+        names |= {RETURN_FLAG, RETURN_VALUE}   # set by the rewritten kernel (``rewrite``)
+    ctx = KernelContext(fa=fa, free=free_variables(fa.func, fa), local_names=frozenset(names),
                         self_name=params[0] if params else None)
-    return KernelSource(ctx, tuple(top_level_loops(tree.body)))
+    return KernelSource(ctx, nests)
 
 
 def top_level_loops(body: list[ast.stmt]) -> list[ast.For]:

@@ -44,7 +44,8 @@ class _KernelClass:
         self_name = source.ctx.self_name
         hooks = [functools.partial(_enter_nest, func, index, self_name)
                  for index in range(len(self.analysis.nests))]
-        outputs = [() if isinstance(a, pipeline.RejectedNest) else a.names.outputs
+        outputs = [() if isinstance(a, pipeline.RejectedNest) else
+                   tuple(a.names.kernel_name(name) for name in a.names.outputs)
                    for a in self.analysis.nests]
         done = [functools.partial(_nest_done, func, index)
                 for index in range(len(self.analysis.nests))]

@@ -4,7 +4,9 @@ Accepted (anything else raises ``UnsupportedConstruct`` naming the construct and
 
 * ``for v in range(...)`` with one to three arguments and no ``else``; ``while test:`` (no
   ``else``), lowered to ``for __asp_wN in range(0, WHILE_STOP)`` whose body starts with
-  ``if not test: break``; ``break`` and ``continue`` (removed by ``ifconvert``);
+  ``if not test: break``; ``break`` and ``continue`` (removed by ``ifconvert``); ``return``
+  (of one value, or none), lowered to ``__asp_rv = value; __asp_rf = True; break`` with
+  ``if __asp_rf: break`` after each loop around it (the kernel returns: ``rewrite``);
 * assignments and augmented assignments to array elements (``A[i, j]``, ``A[i][j]``) and to
   scalar names; ``if``/``elif``/``else``; ``pass``;
 * constants, names, ``self.x`` attributes, ``A.shape[k]``, ``len(A)``, ``math``/``numpy``
@@ -37,6 +39,10 @@ RESERVED_PREFIX = "__asp"
 ARGUMENT_PREFIX = "__asp_a"
 #: The variables of the loops ``while`` loops become.
 WHILE_PREFIX = "__asp_w"
+#: A ``return`` inside a nest sets this flag and keeps the value in ``RETURN_VALUE``; every
+#: loop around it ends (``break``), and the rewritten kernel returns (``rewrite``).
+RETURN_FLAG = "__asp_rf"
+RETURN_VALUE = "__asp_rv"
 _MISSING = object()
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -46,7 +52,7 @@ _UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not"}
 
 #: Statement types with a readable name for error messages.
 _STATEMENT_NAMES = {
-    ast.Return: "return inside a loop nest", ast.With: "with statement", ast.Try: "try statement",
+    ast.With: "with statement", ast.Try: "try statement",
     ast.FunctionDef: "function definition", ast.ClassDef: "class definition",
     ast.Delete: "del statement", ast.Global: "global statement", ast.Nonlocal: "nonlocal statement",
     ast.Raise: "raise statement", ast.Assert: "assert statement", ast.Import: "import",
@@ -93,6 +99,7 @@ class _Lowering(NodeVisitor):
         self.reordered = False   # an inlined call evaluates its arguments out of order
         self.pending: list[d.Stmt] = []   # temporaries of the statement being lowered
         self.next_temp = 0
+        self.returns: str | None = None   # "value" or "bare" once a return is lowered
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -153,14 +160,43 @@ class _Lowering(NodeVisitor):
         body = self.block(node.body, enclosing | {var})
         return d.Loop(var, start, stop, step, body, lid, loc=self.loc(node))
 
+    def returning(self, node: ast.Return) -> tuple[d.Stmt, ...]:
+        """``return value`` inside the nest: keep the value, raise the flag, leave the loop
+        (``block`` makes each loop around it leave too)."""
+        kind = "bare" if node.value is None else "value"
+        if self.returns not in (None, kind):
+            raise self.unsupported(node, "return", "a nest that returns a value in one place "
+                                   "and nothing in another")
+        self.returns = kind
+        loc = self.loc(node)
+        out: list[d.Stmt] = []
+        if node.value is not None:
+            if isinstance(node.value, ast.Tuple):
+                raise self.unsupported(node, "return", "of a tuple: return one number")
+            out.append(self.assign(node, d.Var(RETURN_VALUE, loc=loc), self.expr(node.value),
+                                   None))
+        out.append(self.assign(node, d.Var(RETURN_FLAG, loc=loc), d.Const(True, loc=loc), None))
+        return tuple(out) + (d.Break(loc=loc),)
+
     def block(self, stmts: list[ast.stmt], enclosing: set[str]) -> tuple[d.Stmt, ...]:
         out: list[d.Stmt] = []
         for stmt in stmts:
             outer, self.pending = self.pending, []
-            lowered = self.statement(stmt, enclosing)
+            if isinstance(stmt, ast.Return):
+                lowered = self.returning(stmt)
+            else:
+                lowered = self.statement(stmt, enclosing)
+                if isinstance(stmt, (ast.For, ast.While)) and self.returns is not None and \
+                        any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                    # a return inside that loop ends this one too
+                    leave = d.If(d.Var(RETURN_FLAG, loc=self.loc(stmt)),
+                                 (d.Break(loc=self.loc(stmt)),), (), loc=self.loc(stmt))
+                    lowered = (lowered, leave)
             out += self.pending   # arguments of inlined calls evaluated first (``inline``)
             self.pending = outer
-            if lowered is not None:
+            if isinstance(lowered, tuple):
+                out.extend(lowered)
+            elif lowered is not None:
                 out.append(lowered)
         return tuple(out)
 

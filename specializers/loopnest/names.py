@@ -19,6 +19,7 @@ from asp_core.errors import UnsupportedConstruct
 
 from . import dast as d
 from .ifconvert import EXIT_PREFIX, PREDICATE_PREFIX
+from .lastvalues import SHADOW_PREFIX, variable_of
 from .lowering import ARGUMENT_PREFIX, WHILE_PREFIX
 
 
@@ -40,8 +41,19 @@ class NestNames:
         """Names whose final values the nest hands back to the kernel (Python leaves loop
         variables bound after a loop, so they are outputs too; not those of the loops
         ``while`` loops become, which Python does not have)."""
+        shadowed = self.shadowed
         return self.scalars + tuple(v for v in dict.fromkeys(self.loop_vars)
-                                    if not v.startswith(WHILE_PREFIX))
+                                    if not v.startswith(WHILE_PREFIX) and v not in shadowed)
+
+    @property
+    def shadowed(self) -> frozenset[str]:
+        """Loop variables whose last value a scalar of the nest keeps (``lastvalues``): that
+        scalar is read from, and handed back to, the kernel's variable."""
+        return frozenset(variable_of(s) for s in self.scalars if s.startswith(SHADOW_PREFIX))
+
+    def kernel_name(self, name: str) -> str:
+        """The kernel's variable an input or output of the nest stands for."""
+        return variable_of(name)
 
 
 def nest_names(nest: d.Nest) -> NestNames:

@@ -2,7 +2,8 @@
 
 Static, once per kernel (``analyse_kernel``), for each top-level nest:
 
-    lowering -> if-conversion -> name analysis -> access analysis -> scalar classification
+    lowering -> last values -> if-conversion -> name analysis -> access analysis -> scalar
+    classification
 
 A nest outside the supported subset becomes a ``RejectedNest`` holding the
 ``UnsupportedConstruct`` that names the construct and its line; it runs as the original Python.
@@ -32,7 +33,8 @@ from .access import AccessInfo, access_info
 from .codegen.finals import computable
 from .frontend import KernelSource, guarded_loops, kernel_source, names_read_outside
 from .ifconvert import if_convert
-from .lowering import KernelContext, lower_nest
+from .lastvalues import needing_shadows, shadow_of, with_shadows
+from .lowering import RETURN_FLAG, RETURN_VALUE, KernelContext, lower_nest
 from .names import NestNames, nest_names
 from .pretty import statement as statement_text
 from .scalars import ScalarInfo, classify_scalars, exposed
@@ -239,11 +241,14 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
             "deep expression")
         return RejectedNest(index, node, error)
     try:
-        nest = if_convert(lower_nest(ctx, node, index))
+        lowered = lower_nest(ctx, node, index)
+        live = names_read_outside(ctx.fa.tree, node)
+        shadowed = needing_shadows(lowered, live)
+        nest = if_convert(with_shadows(lowered, shadowed))
         names = nest_names(nest)
         access = access_info(nest, names)
-        live = names_read_outside(ctx.fa.tree, node)
-        _check_exit_variables(nest, live)
+        live = (live - shadowed) | {shadow_of(v) for v in shadowed} | \
+            ({RETURN_FLAG, RETURN_VALUE} & set(names.scalars))   # read by ``rewrite``
         scalars = classify_scalars(nest, names, live)
         ranks = array_ranks(access)
     except UnsupportedConstruct as exc:
@@ -252,22 +257,6 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
     # an inlined call out of Python's order: its errors come from the original code, as in try
     return NestAnalysis(index, node, nest, names, access, scalars, required, ranks, live,
                         guarded or nest.reordered)
-
-
-def _check_exit_variables(nest: d.Nest, live: frozenset[str]) -> None:
-    """Refuse a nest where the kernel reads, after it, the variable of a loop that a ``break``
-    ends (or of a loop inside one): its final value depends on where the loop stopped, and
-    the compiled variants compute final values from the bounds (``codegen.finals``)."""
-    for loop in d.loops(nest.loop):
-        exits = d.exits(loop)
-        if not exits:
-            continue
-        read = [inner.var for inner in d.loops(loop) if inner.var in live]
-        if read:
-            raise UnsupportedConstruct(
-                f"unsupported break: the kernel reads '{read[0]}' after the nest, the variable "
-                "of a loop that this break ends (or of a loop inside it): keep the value you "
-                "need in a variable of your own before the break", exits[0].loc, "break")
 
 
 def array_ranks(access: AccessInfo) -> dict[str, int]:

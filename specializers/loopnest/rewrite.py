@@ -11,7 +11,10 @@ After ALPyNA's closures: in a copy of ``kernel()``'s AST, every top-level ``for`
             s = __asp_r[0]               # scalars and loop variables the nest leaves bound
         ...
 
-so that statements before, between and after nests run as Python, the nest sees the current
+A nest with a ``return`` inside has ``__asp_rf = False`` before the call and, after the writes,
+``if __asp_rf: return __asp_rv`` (``lowering.returning``); its original code returns itself.
+
+So statements before, between and after nests run as Python, the nest sees the current
 values of the kernel's locals, and scalars written by the nest are left as Python would leave
 them. Where the hook asks for the original code, the time it takes is reported to
 ``__asp_done[k]`` (in seconds, after the loop ends normally): the cost model's measurement of
@@ -30,6 +33,8 @@ import types
 from typing import Any, Callable, Sequence
 
 from asp_core.frontend import FunctionAST, ast_depth, copy_ast, fix_missing_locations
+
+from .lowering import RETURN_FLAG, RETURN_VALUE
 
 HOOKS = "__asp_nests"
 FALLBACK = "__asp_fallback"
@@ -163,9 +168,18 @@ class _Replacer(ast.NodeTransformer):
                  ast.BinOp(copy.deepcopy(clock), ast.Sub(), ast.Name(STARTED, ast.Load()))],
                 []))
             fallback = [start, node, report]
+        returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+        if returns:   # the nest returns where its flag is up (``lowering.returning``)
+            value = ast.Name(RETURN_VALUE, ast.Load()) if returns[0].value is not None else None
+            writes.append(ast.If(test=ast.Name(RETURN_FLAG, ast.Load()),
+                                 body=[ast.Return(value)], orelse=[]))
         branch = ast.If(
             test=ast.Compare(ast.Name(RESULT, ast.Load()), [ast.Is()], [ast.Name(FALLBACK, ast.Load())]),
             body=fallback, orelse=writes or [ast.Pass()])
         # New nodes take the position of the loop they replace (fix_missing_locations fills
         # their children); the original loop keeps its own positions.
-        return [ast.copy_location(call, node), ast.copy_location(branch, node)]
+        out = [ast.copy_location(call, node), ast.copy_location(branch, node)]
+        if returns:
+            lowered = ast.Assign([ast.Name(RETURN_FLAG, ast.Store())], ast.Constant(False))
+            out.insert(0, ast.copy_location(lowered, node))
+        return out

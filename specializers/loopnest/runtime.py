@@ -28,7 +28,8 @@ from asp_core.pysource import returning
 from asp_core.signature import ArraySig, signature_of
 from asp_core.specializer import PYTHON, CallRecord, Specializer, Variant, warn_once
 
-from .codegen.finals import UNCHANGED, finals_function
+from . import dast as d
+from .codegen.finals import UNCHANGED, computable, finals_function
 from .codegen.openmp import small_loops, wide_loops
 from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
 from .codegen.python import compile_python, python_source
@@ -445,8 +446,12 @@ def python_executor(analysis: NestAnalysis, schedule, title: str, order: str = "
     source, calls = python_source(analysis.nest, schedule, names.inputs, names.outputs,
                                   name=fa_name, header=header, order=order)
     run = compile_python(source, fa_name, calls, f"<asp {title}>", seed)
-    if order == "source" or not any(loop.parallel for loop in _loops(schedule.root)):
+    scheduled = list(_loops(schedule.root))
+    if (order == "source" or not any(loop.parallel for loop in scheduled)) and (
+            len({loop.lid for loop in scheduled}) == len(d.loops(analysis.nest.loop))
+            or not computable(analysis.nest, analysis.live_loop_vars)):
         return run  # every loop ran in source order: loop variables end as Python leaves them
+    # (a loop without statements, say ``for i in range(n): pass``, is in no schedule)
     return with_final_loop_values(run, analysis)
 
 
@@ -483,7 +488,10 @@ def gather_source(analysis: NestAnalysis, ctx: KernelContext, name: str) -> str:
     items = []
     for input_name in analysis.names.inputs:
         base, _, attr = input_name.partition(".")
-        if base in ctx.local_names:
+        kernel_name = analysis.names.kernel_name(input_name)
+        if kernel_name != input_name:   # a loop variable's last value (``lastvalues``)
+            read = f"L.get({kernel_name!r}, UNBOUND)"
+        elif base in ctx.local_names:
             if attr:
                 read = f"L[{base!r}].{attr}"
             elif input_name in analysis.names.outputs and input_name not in analysis.required:

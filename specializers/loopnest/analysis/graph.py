@@ -32,7 +32,7 @@ from asp_core.dast import Node
 from ..access import AccessInfo
 from ..affine import Affine
 from ..pretty import expression
-from ..scalars import PRIVATE, REDUCTION, ScalarInfo, reduction_family
+from ..scalars import CARRIED, PRIVATE, REDUCTION, ScalarInfo, reduction_family
 from .binding import DIRECT, SHIFTED, BoundNest
 from .budget import NEST_UNITS, Budget
 from .dependence import STAR, PairResult, test_pair
@@ -231,9 +231,13 @@ def _scalar_pair_edges(name: str, x, y, scalars: ScalarInfo, statements,
     private_depths = {k for k, lid in enumerate(loops, 1)
                       if (c := scalars.of(name, lid)) is not None and c.kind == PRIVATE}
     for level in range(1, len(loops) + 1):
-        if any(p >= level for p in private_depths):
-            continue
         cls = scalars.of(name, loops[level - 1])
+        if any(p >= level for p in private_depths) and not (cls and cls.kind == CARRIED):
+            # private to an inner loop: every read there follows a write of the same
+            # iteration; but where this loop carries it (its last value is read after this
+            # loop, and an inner loop writes it only when it runs), the order of the writes
+            # across this loop's iterations decides that value
+            continue
         reduction = None
         if cls is not None and cls.kind == REDUCTION and \
                 reduction_family(statements[x.sid], name) and reduction_family(statements[y.sid], name):

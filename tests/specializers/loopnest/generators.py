@@ -237,11 +237,14 @@ def typed_kernels(draw) -> str:
              "    def kernel(self, A, B, C, F, idx, n, alpha):",
              "        half = n // 2", "        s0 = 0.0", "        m0 = -1e300",
              # temporaries made in one branch may be read in another: give them a value
-             "        " + " = ".join(f"t{k}" for k in range(1, 12)) + " = 0.0"]
+             "        " + " = ".join(f"t{k}" for k in range(1, 12)) + " = 0.0",
+             "        i = j = k = -1"]
     for _ in range(draw(st.integers(1, 2))):
         lines += draw(typed_loop([], ["s0"], "        ", 1))
         lines.append("        s0 = s0 * 0.5")
-    lines.append("        return s0, m0")
+    # last values read after the nests: loop variables and scalars (``lastvalues``, and the
+    # order of conditional writes across parallel loops: ``analysis.graph``)
+    lines.append("        return s0, m0, i, j, k, t1, t2, t3")
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,7 @@
-"""``break``, ``continue`` and ``while`` in a nest (``ifconvert``, ``analysis.graph.exit_edges``):
-compiled with Python's meaning on every backend, the loop a break ends sequential, the loops
-around it (and a loop with only ``continue``) still parallel where the analysis proves it."""
+"""``break``, ``continue``, ``return`` and ``while`` in a nest (``ifconvert``,
+``analysis.graph.exit_edges``, ``lastvalues``): compiled with Python's meaning on every backend,
+the loop a break ends sequential, the loops around it (and a loop with only ``continue``) still
+parallel where the analysis proves it."""
 
 import warnings
 
@@ -181,22 +182,53 @@ def test_the_time_loop_with_a_break_runs_its_parallel_loops_in_parallel():
 
 
 class LoopVariableAfter(LoopKernel):
+    """The variables of a loop a break ends, and of loops inside it, read after the nest:
+    their last values come from the run (``lastvalues``), not from the bounds."""
+
     def kernel(self, a, t):
-        i = -1
+        i = j = -1
         for i in range(a.shape[0]):
-            if a[i] > t:
+            for j in range(a.shape[1]):
+                a[i, j] += 1.0
+            if a[i, 0] > t:
                 break
-        return i
+        return i, j
 
 
-def test_a_loop_variable_read_after_a_break_runs_as_python_with_the_reason():
-    a = np.arange(10.0)
-    line = LoopVariableAfter.kernel.__wrapped__.__code__.co_firstlineno + 4
-    with pytest.warns(match=rf"break.*'i'.*after the nest") as caught:
-        assert LoopVariableAfter(backend="c").kernel(a, 4.5) == 5
-    assert any(f":{line}:" in str(w.message) for w in caught)
-    with pytest.raises(SpecializationError, match="keep the value you need"):
-        LoopVariableAfter(backend="c", strict=True).kernel(a, 4.5)
+class Find(LoopKernel):
+    """``return`` from inside a nest: every loop around it ends, the kernel returns."""
+
+    def kernel(self, a, t):
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                if a[i, j] > t:
+                    return i * 1000 + j
+        return -1
+
+
+class Clear(LoopKernel):
+    """A bare ``return`` inside a nest, in a while loop."""
+
+    def kernel(self, a):
+        for r in range(a.shape[0]):
+            c = 0
+            while c < a.shape[1]:
+                if a[r, c] < 0:
+                    return
+                a[r, c] = 0.0
+                c += 1
+        a[0, 0] = 7.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_last_values_and_returns_have_pythons_meaning(backend):
+    rng = np.random.default_rng(5)
+    for a, t in ((rng.random((30, 8)), 2.9), (rng.random((30, 8)), 9.0), (np.zeros((0, 3)), 0.0)):
+        assert_same_as_python(LoopVariableAfter(backend=backend, strict=True), a, t)
+    for t in (0.999, 2.0):
+        assert_same_as_python(Find(backend=backend, strict=True), rng.random((40, 30)), t)
+    for a in (rng.random((5, 6)), rng.random((5, 6)) - 0.1):
+        assert_same_as_python(Clear(backend=backend, strict=True), a)
 
 
 # -- the class: generated kernels with exits ------------------------------------------------
@@ -232,7 +264,7 @@ def exit_block(draw, loop_vars, indent, depth) -> list[str]:
 
 @st.composite
 def _exit(draw) -> str:
-    return draw(st.sampled_from(["break", "continue"]))
+    return draw(st.sampled_from(["break", "continue", "return s0 + 1.0"]))
 
 
 @st.composite
@@ -258,11 +290,12 @@ def exit_kernels(draw) -> str:
              "", "", "class Kernel(LoopKernel):",
              "    def kernel(self, A, B, C, F, idx, n, alpha):",
              "        half = n // 2", "        s0 = 0.0", "        m0 = -1e300",
-             "        " + " = ".join(f"t{k}" for k in range(1, 12)) + " = 0.0"]
+             "        " + " = ".join(f"t{k}" for k in range(1, 12)) + " = 0.0",
+             "        i = j = k = -1"]
     for _ in range(draw(st.integers(1, 2))):
         lines += draw(exit_loop([], "        ", 1))
         lines.append("        s0 = s0 * 0.5")
-    lines.append("        return s0, m0")
+    lines.append("        return s0, m0, i, j, k, t1, t2, t3")   # (last values: ``lastvalues``)
     return "\n".join(lines) + "\n"
 
 

@@ -109,9 +109,12 @@ def k_while(self, A, n):
             n = 1
 
 
-def k_return(self, A, n):
+def k_try(self, A, n):
     for i in range(n):
-        return i
+        try:
+            A[i] = 1
+        except ValueError:
+            pass
 
 
 def k_call(self, A, n):
@@ -168,7 +171,7 @@ def k_is(self, A, n):
 
 
 @pytest.mark.parametrize("func, construct, offset", [
-    (k_while, "while-else", 2), (k_return, "return inside a loop nest", 2), (k_call, "call", 2),
+    (k_while, "while-else", 2), (k_try, "try statement", 2), (k_call, "call", 2),
     (k_unknown, "call", 2), (k_slice, "slice", 2), (k_iter, "loop iterator", 1),
     (k_tuple, "tuple assignment", 2), (k_attr, "attribute write", 2),
     (k_string, "constant", 2), (k_else, "for-else", 1), (k_reuse, "loop variable reuse", 2),
