@@ -44,7 +44,10 @@ def needing_shadows(nest: d.Nest, live: frozenset[str]) -> frozenset[str]:
                 visit(stmt, unknown or branch)
 
     visit(nest.loop, False)
-    return frozenset(out | {v for v, n in count.items() if n > 1 and v in live})
+    kept = {variable_of(s.target.name) for s in nest.walk() if isinstance(s, d.Assign)
+            and isinstance(s.target, d.Var) and s.target.name.startswith(SHADOW_PREFIX)}
+    # (``counted`` keeps the last value of a loop it rewrote: its other loops must too)
+    return frozenset(out | kept | {v for v, n in count.items() if n > 1 and v in live})
 
 
 def with_shadows(nest: d.Nest, variables: frozenset[str]) -> d.Nest:

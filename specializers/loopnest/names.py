@@ -19,6 +19,7 @@ from asp_core.errors import UnsupportedConstruct
 
 from . import dast as d
 from .ifconvert import EXIT_PREFIX, PREDICATE_PREFIX
+from .counted import BOUND_PREFIX
 from .lastvalues import SHADOW_PREFIX, variable_of
 from .lowering import ARGUMENT_PREFIX, WHILE_PREFIX
 
@@ -95,8 +96,8 @@ def nest_names(nest: d.Nest) -> NestNames:
 
     visit(nest.loop, frozenset())
     # the nest's own temporaries: if-conversion's predicates and exit flags, inlined calls'
-    # arguments
-    internal = (PREDICATE_PREFIX, ARGUMENT_PREFIX, EXIT_PREFIX)
+    # arguments, counted loops' bounds (``counted``)
+    internal = (PREDICATE_PREFIX, ARGUMENT_PREFIX, EXIT_PREFIX, BOUND_PREFIX)
     temps = tuple(sorted((n for n in written if n.startswith(internal)),
                          key=lambda n: (n.rstrip("0123456789"),
                                         int(n[len(n.rstrip("0123456789")):]))))

@@ -2,8 +2,8 @@
 
 Static, once per kernel (``analyse_kernel``), for each top-level nest:
 
-    lowering -> last values -> if-conversion -> name analysis -> access analysis -> scalar
-    classification
+    lowering -> counted loops -> last values -> if-conversion -> name analysis -> access
+    analysis -> scalar classification
 
 A nest outside the supported subset becomes a ``RejectedNest`` holding the
 ``UnsupportedConstruct`` that names the construct and its line; it runs as the original Python.
@@ -34,7 +34,8 @@ from .codegen.finals import computable
 from .frontend import KernelSource, guarded_loops, kernel_source, names_read_outside
 from .ifconvert import if_convert
 from .lastvalues import needing_shadows, shadow_of, with_shadows
-from .lowering import RETURN_FLAG, RETURN_VALUE, KernelContext, lower_nest
+from .counted import with_counted_loops
+from .lowering import RETURN_FLAG, RETURN_VALUE, WHILE_PREFIX, KernelContext, lower_nest
 from .names import NestNames, nest_names
 from .pretty import statement as statement_text
 from .scalars import ScalarInfo, classify_scalars, exposed
@@ -241,8 +242,8 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
             "deep expression")
         return RejectedNest(index, node, error)
     try:
-        lowered = lower_nest(ctx, node, index)
         live = names_read_outside(ctx.fa.tree, node)
+        lowered = with_counted_loops(lower_nest(ctx, node, index), WHILE_PREFIX, live)
         shadowed = needing_shadows(lowered, live)
         nest = if_convert(with_shadows(lowered, shadowed))
         names = nest_names(nest)

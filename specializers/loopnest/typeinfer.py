@@ -32,6 +32,7 @@ from asp_core.signature import ArraySig, ScalarSig
 
 from . import dast as d
 from . import intrinsics
+from .counted import BOUND
 from .pretty import expression
 
 
@@ -352,6 +353,8 @@ def infer_types(analysis, signature) -> TypeInfo:
     for stmt in statements:  # every expression must type; whole-value reads of ambiguous
         try:                 # scalars must not change the value they carry
             expr_types(stmt.value, final, arrays)
+            if stmt.kind == BOUND:   # int(bound) of a counted loop (``counted``)
+                _check_bound(stmt, expr_types(stmt.value.args[0], final, arrays))
             if isinstance(stmt.target, d.ArrayRef):
                 expr_types(stmt.target, final, arrays)
         except _Unknown as exc:
@@ -366,6 +369,15 @@ def infer_types(analysis, signature) -> TypeInfo:
     for s in converted:
         _check_whole_reads(analysis, s, entry[s], variables[s])
     return TypeInfo(variables, arrays, converted, result_types)
+
+
+def _check_bound(stmt: d.Assign, types: frozenset[Ty]) -> None:
+    """A bound of ``range()`` must be an integer: Python raises TypeError for a float (or a
+    NumPy bool), which ``int()`` would truncate."""
+    for ty in types:
+        if not (ty.kind in "iu" or (ty.kind == "b" and ty.weak)):
+            raise UnsupportedArgument(f"range() of {ty} ('{expression(stmt.value.args[0])}'): "
+                                      "Python raises TypeError")
 
 
 def _storage(name: str, types: frozenset[Ty]) -> Ty:

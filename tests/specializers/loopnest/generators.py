@@ -127,7 +127,8 @@ def loop(draw, loop_vars: list[str], scalars: list[str], indent: str, depth: int
     ranges = ["range(n)", "range(1, n)", "range(n - 1, -1, -1)", "range(0, n, 2)", "range(half)"]
     if loop_vars:
         outer = loop_vars[-1]
-        ranges += [f"range({outer}, n)", f"range({outer} + 1)", f"range(n - 1, {outer} - 1, -1)"]
+        ranges += [f"range({outer}, n)", f"range({outer} + 1)", f"range(n - 1, {outer} - 1, -1)",
+                   f"range({outer} // 2, n)", f"range(idx[{outer}], n)"]   # (``counted``)
     header = f"{indent}for {var} in {draw(st.sampled_from(ranges))}:"
     body = draw(statements(loop_vars + [var], scalars, indent + "    ", depth, allow_unsupported))
     return [header] + body
@@ -226,6 +227,9 @@ def typed_loop(draw, loop_vars: list[str], scalars: list[str], indent: str, dept
     if loop_vars:
         outer = loop_vars[-1]
         ranges += [f"range({outer}, n)", f"range({outer} + 1)", f"range(n - 1, {outer} - 1, -1)"]
+        # bounds the analysis cannot express (``counted``)
+        ranges += [f"range({outer} // 2, n)", f"range(idx[{outer}], n)"]
+    ranges.append("range(idx[1], idx[2] + 1)")
     header = f"{indent}for {var} in {draw(st.sampled_from(ranges))}:"
     return [header] + draw(typed_statements(loop_vars + [var], scalars, indent + "    ", depth))
 
