@@ -4,7 +4,8 @@ Modules, each with one job:
 
 * ``frontend``: a Python function -> its AST (positions in the user's file) and free variables
 * ``dast``: the frozen node base for domain ASTs; ``visitors``: visitors and transformers
-* ``templates``: the Mako template lookup; ``cache``: stable keys and the on-disk cache
+* ``templates``: the Mako template lookup; ``cache``: stable keys and the on-disk cache;
+  ``cache_cap``: its size cap (entries listed by last use, the least recently used pruned)
 * ``backends``: C (codepy + cffi), nvcc, CUDA (pycuda), host emulation of CUDA launches,
   OpenCL (pyopencl)
 * ``signature``: argument signatures; ``config``: settings from the environment

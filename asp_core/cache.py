@@ -21,15 +21,12 @@
   once they are ``STALE_TMP_SECONDS`` old and no process holds their key's lock.
 * An in-process memo in front remembers entries already verified (``clear_memo()``); a hit is
   trusted only while the entry's folder is still the same one (device, inode, change times).
-* A size cap (``max_bytes()``: ``ASP_CACHE_MAX_BYTES``, default 1 GiB), least recently used
-  first. Each use (a hit verified or built, or every ``TOUCH_EVERY_S`` while a process keeps
-  using an entry it verified) sets the modification time of the key's lock file, so atime and
-  noatime mounts do not matter. A build adds its bytes to a running estimate (one small file);
-  only when the estimate passes the cap does it walk the cache and ``prune`` it to ``PRUNE_TO``
-  of the cap. ``prune`` takes each key's lock without waiting and skips an entry that is locked
-  (being built, replaced or verified: a reader verifies under a shared lock) or used in the last
-  ``PRUNE_GRACE_S`` seconds (about to be loaded); it renames the entry away before deleting it,
-  so a reader finds a whole entry or none. ``entries()`` lists them for the command line.
+* Each use of an entry (a hit verified or built, or every ``TOUCH_EVERY_S`` while a process
+  keeps using an entry it verified) sets the modification time of the key's lock file, so atime
+  and noatime mounts do not matter. The size cap that reads these uses is ``asp_core.cache_cap``:
+  ``entries()`` and ``prune()`` call it, and each build hands it the bytes it added. It removes
+  an entry through ``_discard``, which renames the entry into ``tmp/`` before deleting it, so a
+  reader finds a whole entry or none.
 """
 
 from __future__ import annotations
@@ -50,6 +47,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from . import cache_cap
+from .cache_cap import PRUNE_GRACE_S, EntryInfo, Pruned
 from .errors import CacheError
 from .version import VERSION
 
@@ -60,15 +59,8 @@ MANIFEST = "MANIFEST.json"
 STALE_TMP_SECONDS = 600
 _KEY = re.compile(r"[0-9a-f]{64}")
 _SHARD = re.compile(r"[0-9a-f]{2}")
-#: The cap on the entries' total size unless ``ASP_CACHE_MAX_BYTES`` sets another.
-DEFAULT_MAX_BYTES = 1 << 30
-#: Pruning after a build leaves at most this share of the cap, so the next builds do not prune.
-PRUNE_TO = 0.75
-#: An entry used this recently is never pruned: a process may be about to load it.
-PRUNE_GRACE_S = 60.0
 #: A process that keeps using an entry it verified records the use at most this often.
 TOUCH_EVERY_S = 20.0
-_SIZE = re.compile(r"(\d+(?:\.\d*)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
 
 def canonical(obj: Any) -> str:
@@ -109,32 +101,6 @@ def default_cache_root(cache_dir: Path | None = None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("asp-sejits"))
-
-
-def parse_size(text: str) -> int:
-    """Bytes from a size such as ``1048576``, ``500M`` or ``2G`` (K, M, G, T: powers of 1024;
-    ``KiB``, ``MB`` and the like read the same); ``ValueError`` if it is not one."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"not a size: {text!r} (examples: 1048576, 500M, 2G)")
-    return int(float(match.group(1)) * 1024 ** " kmgt".index(match.group(2).lower() or " "))
-
-
-def max_bytes(environ: dict[str, str] | None = None) -> int | None:
-    """The cap on the entries' total size: ``ASP_CACHE_MAX_BYTES`` (a size for ``parse_size``;
-    ``0``, ``none`` or ``off``: no cap), else ``DEFAULT_MAX_BYTES``. A value that is not a size
-    is logged and the default used."""
-    text = (os.environ if environ is None else environ).get("ASP_CACHE_MAX_BYTES", "").strip()
-    if not text:
-        return DEFAULT_MAX_BYTES
-    if text.lower() in ("0", "none", "off"):
-        return None
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        log.warning("ASP_CACHE_MAX_BYTES: %s; using the default cap of %d bytes", exc,
-                    DEFAULT_MAX_BYTES)
-        return DEFAULT_MAX_BYTES
 
 
 def _file_digest(path: Path) -> str:
@@ -187,28 +153,6 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
     """A folder's identity: device and inode (reused at once by a new folder), and the times
     of its last change (a new folder, or a file added or removed, changes them)."""
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-
-
-@dataclasses.dataclass(frozen=True)
-class EntryInfo:
-    """One cache entry as ``DiskCache.entries()`` lists it: bytes on disk, last use (seconds
-    since the epoch) and the files its manifest lists (none if it has no readable manifest)."""
-
-    key: str
-    path: Path
-    size: int
-    last_used: float
-    files: tuple[str, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class Pruned:
-    """What ``DiskCache.prune`` did: the entries removed, those past the size that it kept (in
-    use, or used in the last ``PRUNE_GRACE_S``), and the bytes the entries hold now."""
-
-    removed: tuple[EntryInfo, ...]
-    kept: tuple[EntryInfo, ...]
-    total: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -415,129 +359,70 @@ class DiskCache:
                 if child.name not in ("locks", "tmp", "failed"):
                     _remove(child)
             if (self.root / "locks").is_dir():
-                self._set_estimate(0)
+                cache_cap.set_estimate(self, 0)
 
-    # -- size: listing, pruning, the running estimate -----------------------------------------
+    # -- the size cap (``asp_core.cache_cap``), and what it uses of the cache -----------------
 
     def entries(self) -> list[EntryInfo]:
-        """Every entry, least recently used first. Walks the whole cache: for ``prune`` and the
-        command line, never on a call's path."""
-        found = []
+        """Every entry, least recently used first (``cache_cap.entries``). Walks the whole
+        cache: for ``prune`` and the command line, never on a call's path."""
         with _faults(self.root):
-            for shard in _subfolders(self.root):
-                if _SHARD.fullmatch(shard.name):
-                    found += [info for path in _subfolders(shard)
-                              if _KEY.fullmatch(path.name) and path.name[:2] == shard.name
-                              and (info := self._describe(path)) is not None]
-        return sorted(found, key=lambda info: info.last_used)
+            return cache_cap.entries(self)
 
-    def _describe(self, entry: Path) -> EntryInfo | None:
-        """``entry`` as listed; None if it vanished meanwhile (pruned by another process)."""
+    def prune(self, limit: int, *, idle_s: float = PRUNE_GRACE_S) -> Pruned:
+        """Remove entries, least recently used first, until they hold at most ``limit`` bytes,
+        sparing those locked or used in the last ``idle_s`` seconds (``cache_cap.prune``)."""
+        with _faults(self.root):
+            return cache_cap.prune(self, limit, idle_s=idle_s)
+
+    def _account(self, nbytes: int) -> None:
+        """Add a new entry's bytes to the running estimate, pruning past the cap
+        (``cache_cap.account``); a fault only leaves the cap unkept this time."""
         try:
-            built = os.lstat(entry).st_mtime
-            size = tree_bytes(entry)
-        except FileNotFoundError:
-            return None
-        try:  # the last use, else (no lock file: an older cache) when it was built
-            last_used = os.lstat(self._lock(entry.name).path).st_mtime
-        except FileNotFoundError:
-            last_used = built
+            with _faults(self.root):
+                cache_cap.account(self, nbytes)
+        except CacheError as exc:  # the entry is built: only the cap is not kept this time
+            log.warning("cannot keep the cache %s under its cap: %s", self.root, exc)
+
+    def _entry_folders(self) -> Iterator[Path]:
+        """The folders of the entries: real folders named by a key, in that key's shard."""
+        for shard in _subfolders(self.root):
+            if _SHARD.fullmatch(shard.name):
+                yield from (path for path in _subfolders(shard)
+                            if _KEY.fullmatch(path.name) and path.name[:2] == shard.name)
+
+    @staticmethod
+    def _listed_files(entry: Path) -> tuple[str, ...]:
+        """The files that ``entry``'s manifest lists (of any key or version); none if it has
+        no readable manifest."""
         try:
             manifest = entry / MANIFEST
             if not stat.S_ISREG(os.lstat(manifest).st_mode):
                 raise ValueError("not a regular file")
-            files = tuple(sorted(json.loads(manifest.read_text())["files"]))
+            return tuple(sorted(json.loads(manifest.read_text())["files"]))
         except (OSError, ValueError, KeyError, TypeError):
-            files = ()
-        return EntryInfo(entry.name, entry, size, last_used, files)
+            return ()
 
-    def prune(self, limit: int, *, idle_s: float = PRUNE_GRACE_S) -> Pruned:
-        """Remove entries, least recently used first, until they hold at most ``limit`` bytes.
-
-        An entry goes only if no process holds its key's lock (building, replacing or
-        verifying it) and it was not used in the last ``idle_s`` seconds; it is renamed into
-        ``tmp/`` and deleted there under its lock, so a reader finds a whole entry or none.
-        """
-        with _faults(self.root):
-            if not os.path.lexists(self.root):
-                return Pruned((), (), 0)
-            self._prepare()
-            listed = self.entries()
-            total = sum(info.size for info in listed)
-            removed, kept = [], []
-            for info in listed:
-                if total <= limit:
-                    break
-                if self._evict(info, idle_s):
-                    removed.append(info)
-                    total -= info.size
-                else:
-                    kept.append(info)
-            self._set_estimate(total)
-        if removed:
-            log.info("pruned %d cache entries (%d bytes); %d bytes left", len(removed),
-                     sum(info.size for info in removed), total)
-        return Pruned(tuple(removed), tuple(kept), total)
-
-    def _evict(self, info: EntryInfo, idle_s: float) -> bool:
-        """Remove ``info``'s entry if its lock is free and it is idle; True if it is gone."""
-        lock = self._lock(info.key)
-        try:  # no lock file (an older cache): make one that does not look like a use
-            fd = os.open(lock.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pass  # the usual case (or a reader made it just now: then it is a use)
-        else:
-            os.utime(fd, (info.last_used, info.last_used))
-            os.close(fd)
+    def _discard(self, entry: Path) -> bool:
+        """Remove the folder ``entry`` (its key's lock held by the caller): renamed into ``tmp/``
+        first, so a reader finds a whole entry or none. True if it is gone."""
+        key = entry.name
+        grave = Path(tempfile.mkdtemp(prefix=f"{key}.{os.getpid()}.pruned.",
+                                      dir=self.root / "tmp"))
         try:
-            if not lock.try_acquire():
-                return False  # being built, replaced or verified
-        except CacheError:
-            return False  # its lock file was a link (now removed): leave it this time
-        try:
-            if time.time() - lock.mtime() < idle_s:
+            os.rename(entry, grave)  # replaces the empty folder
+        except OSError as exc:
+            os.rmdir(grave)
+            if not isinstance(exc, FileNotFoundError):  # else someone removed it meanwhile
+                log.warning("cannot prune %s: %s", entry, exc)
                 return False
-            grave = Path(tempfile.mkdtemp(prefix=f"{info.key}.{os.getpid()}.pruned.",
-                                          dir=self.root / "tmp"))
+        else:
             try:
-                os.rename(info.path, grave)  # replaces the empty folder
-            except OSError as exc:
-                os.rmdir(grave)
-                if not isinstance(exc, FileNotFoundError):  # else someone removed it meanwhile
-                    log.warning("cannot prune %s: %s", info.path, exc)
-                    return False
-            else:
-                try:
-                    _remove(grave)
-                except OSError as exc:  # out of the cache already; a later build removes it
-                    log.warning("cannot remove the pruned entry %s: %s", grave, exc)
-        finally:
-            lock.release()
-        _MEMO.pop((str(self.root), info.key), None)
+                _remove(grave)
+            except OSError as exc:  # out of the cache already; a later build removes it
+                log.warning("cannot remove the pruned entry %s: %s", grave, exc)
+        _MEMO.pop((str(self.root), key), None)
         return True
-
-    def _estimate_lock(self) -> "_FileLock":
-        """The lock of the running estimate of the entries' bytes, which is also its file."""
-        return _FileLock(self.root / "locks" / "size.lock")
-
-    def _set_estimate(self, total: int) -> None:
-        with self._estimate_lock() as lock:
-            lock.write(str(total))
-
-    def _account(self, nbytes: int) -> None:
-        """Add a new entry's bytes to the running estimate; past the cap (``max_bytes()``),
-        or with no estimate yet, walk the cache and prune it to ``PRUNE_TO`` of the cap."""
-        cap = max_bytes()
-        try:
-            with _faults(self.root), self._estimate_lock() as lock:
-                text = lock.read()
-                estimate = int(text) + nbytes if text.isdigit() else None
-                if estimate is not None:
-                    lock.write(str(estimate))
-            if cap is not None and (estimate is None or estimate > cap):
-                self.prune(int(cap * PRUNE_TO))
-        except CacheError as exc:  # the entry is built: only the cap is not kept this time
-            log.warning("cannot keep the cache %s under its cap: %s", self.root, exc)
 
 
 def _read_manifest(entry: Path, key: str) -> dict:
@@ -635,17 +520,6 @@ def _subfolders(folder: Path) -> list[Path]:
             return [Path(e.path) for e in it if e.is_dir(follow_symlinks=False)]
     except (FileNotFoundError, NotADirectoryError):
         return []
-
-
-def tree_bytes(folder: Path) -> int:
-    """The bytes of the regular files under ``folder`` (links not followed)."""
-    total = 0
-    for dirpath, _dirs, names in os.walk(folder):
-        for name in names:
-            with contextlib.suppress(FileNotFoundError):
-                st = os.lstat(os.path.join(dirpath, name))
-                total += st.st_size if stat.S_ISREG(st.st_mode) else 0
-    return total
 
 
 def _remove(path: Path) -> None:

@@ -4,8 +4,9 @@
   ``python -m specializers.loopnest calibrate`` (whose functions it runs);
 * ``asp explain FILE:CLASS [ARGS]...``: import FILE, make CLASS (a ``LoopKernel``), run it once
   on arguments made from ARGS (``kernel_arguments``) and print its ``explain()`` report;
-* ``asp cache info|clear|prune``: the disk cache of ``asp_core.cache``: where it is, its size
-  by kind of entry and by last use, emptying it, pruning it to a size.
+* ``asp cache info|clear|prune``: the disk cache of ``asp_core.cache`` (its size cap:
+  ``asp_core.cache_cap``): where it is, its size by kind of entry and by last use, emptying it,
+  pruning it to a size.
 
 Built on click: ``--help`` on every command, options checked before anything runs. User errors
 (a missing file, a bad argument, an unusable cache: ``AspError``) print one line and exit with
@@ -32,6 +33,7 @@ from typing import Any, Sequence
 import click
 
 from . import cache as cache_module
+from . import cache_cap
 from .errors import AspError
 from .version import VERSION
 
@@ -340,7 +342,7 @@ def info(ctx: click.Context) -> None:
     folder_from = ("--cache-dir" if ctx.parent.params["cache_dir"] is not None else
                    "ASP_CACHE_DIR" if os.environ.get("ASP_CACHE_DIR", "").strip() else
                    "the user cache folder; ASP_CACHE_DIR sets another")
-    cap = cache_module.max_bytes()
+    cap = cache_cap.max_bytes()
     cap_from = ("ASP_CACHE_MAX_BYTES" if os.environ.get("ASP_CACHE_MAX_BYTES", "").strip()
                 else "the default; ASP_CACHE_MAX_BYTES sets another")
     click.echo(f"cache folder: {disk.root} ({folder_from})")
@@ -352,7 +354,7 @@ def info(ctx: click.Context) -> None:
     click.echo(f"entries:      {len(entries)}, {_size(sum(e.size for e in entries))}")
     now = time.time()
     if entries:
-        kinds: dict[str, list[cache_module.EntryInfo]] = {}
+        kinds: dict[str, list[cache_cap.EntryInfo]] = {}
         for entry in entries:
             kinds.setdefault(entry_kind(entry), []).append(entry)
         click.echo("\nby kind                                   entries        size   last used")
@@ -360,7 +362,7 @@ def info(ctx: click.Context) -> None:
             click.echo(f"  {kind:38s} {len(group):8d} {_size(sum(e.size for e in group)):>11s}"
                        f"   {_ago(now - group[-1].last_used)}")
         click.echo("\nby last use                               entries        size")
-        bands: dict[str, list[cache_module.EntryInfo]] = {label: [] for _, label in _AGES}
+        bands: dict[str, list[cache_cap.EntryInfo]] = {label: [] for _, label in _AGES}
         for entry in entries:
             bands[next(label for bound, label in _AGES if now - entry.last_used < bound)] \
                 .append(entry)
@@ -376,7 +378,7 @@ def info(ctx: click.Context) -> None:
         click.echo("\nbesides the entries (not pruned; clear removes the failed sources):")
         for name, path in others:
             click.echo(f"  {name:38s} {len(list(path.iterdir())):8d} "
-                       f"{_size(cache_module.tree_bytes(path)):>11s}")
+                       f"{_size(cache_cap.tree_bytes(path)):>11s}")
 
 
 @cache.command()
@@ -411,12 +413,12 @@ def prune(disk: cache_module.DiskCache, limit: str | None) -> None:
     Entries that a process is building or loading, or used in the last minute, are kept.
     """
     if limit is None:
-        size = cache_module.max_bytes()
+        size = cache_cap.max_bytes()
         if size is None:
             raise click.UsageError("ASP_CACHE_MAX_BYTES sets no cap: give --max-size")
     else:
         try:
-            size = cache_module.parse_size(limit)
+            size = cache_cap.parse_size(limit)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--max-size") from None
     pruned = disk.prune(size)
@@ -425,10 +427,10 @@ def prune(disk: cache_module.DiskCache, limit: str | None) -> None:
                f"{_size(pruned.total)} left (cap {_size(size)})")
     if pruned.kept:
         click.echo(f"kept {len(pruned.kept)} entries in use or used in the last "
-                   f"{cache_module.PRUNE_GRACE_S:.0f} s")
+                   f"{cache_cap.PRUNE_GRACE_S:.0f} s")
 
 
-def entry_kind(entry: cache_module.EntryInfo) -> str:
+def entry_kind(entry: cache_cap.EntryInfo) -> str:
     """What a cache entry holds, from the files its manifest lists (and the header of a
     generated C source, which names its variant)."""
     files = set(entry.files)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from asp_core import cache
+from asp_core import cache, cache_cap
 
 
 def _bytes(n, tag="x"):
@@ -40,16 +40,16 @@ def _filled(disk, count=4, size=1000):
 
 
 def test_parse_size_and_the_cap_setting(caplog):
-    assert cache.parse_size("1048576") == 1 << 20
-    assert cache.parse_size("500M") == 500 << 20 and cache.parse_size("2 GiB") == 2 << 30
-    assert cache.parse_size("1.5k") == 1536 and cache.parse_size("10kb") == 10240
+    assert cache_cap.parse_size("1048576") == 1 << 20
+    assert cache_cap.parse_size("500M") == 500 << 20 and cache_cap.parse_size("2 GiB") == 2 << 30
+    assert cache_cap.parse_size("1.5k") == 1536 and cache_cap.parse_size("10kb") == 10240
     with pytest.raises(ValueError, match="not a size"):
-        cache.parse_size("lots")
-    assert cache.max_bytes({}) == cache.DEFAULT_MAX_BYTES == 1 << 30
-    assert cache.max_bytes({"ASP_CACHE_MAX_BYTES": "64M"}) == 64 << 20
+        cache_cap.parse_size("lots")
+    assert cache_cap.max_bytes({}) == cache_cap.DEFAULT_MAX_BYTES == 1 << 30
+    assert cache_cap.max_bytes({"ASP_CACHE_MAX_BYTES": "64M"}) == 64 << 20
     for off in ("0", "none", "OFF"):
-        assert cache.max_bytes({"ASP_CACHE_MAX_BYTES": off}) is None
-    assert cache.max_bytes({"ASP_CACHE_MAX_BYTES": "big"}) == cache.DEFAULT_MAX_BYTES
+        assert cache_cap.max_bytes({"ASP_CACHE_MAX_BYTES": off}) is None
+    assert cache_cap.max_bytes({"ASP_CACHE_MAX_BYTES": "big"}) == cache_cap.DEFAULT_MAX_BYTES
     assert "ASP_CACHE_MAX_BYTES" in caplog.text
 
 
@@ -59,7 +59,7 @@ def test_entries_lists_size_files_and_last_use(private_cache):
     assert [e.key for e in listed] == keys  # least recently used first
     for info in listed:
         assert info.files == ("artifact.bin",) and info.path == private_cache.path_of(info.key)
-        assert info.size == cache.tree_bytes(info.path) > 1000
+        assert info.size == cache_cap.tree_bytes(info.path) > 1000
     assert cache.DiskCache(private_cache.root / "missing").entries() == []
 
 
