@@ -5,12 +5,13 @@
 | ``ASP_BACKEND``     | force one backend (``python``, ``c``, ``openmp``, ``cuda``, ...) |
 | ``ASP_DISABLE_JIT`` | ``1``: run every specialized function as plain Python          |
 | ``ASP_CACHE_DIR``   | where compiled variants are kept (default: the user cache dir) |
-| ``ASP_CACHE_MAX_BYTES`` | the disk cache's size cap (default 1 GiB; read by ``cache.max_bytes``) |
+| ``ASP_CACHE_MAX_BYTES`` | the disk cache's size cap (default 1 GiB; read by ``cache_cap.max_bytes``) |
 | ``ASP_DUMP_DIR``    | write generated source and intermediate forms to this folder   |
 | ``ASP_CFLAGS``      | optimization flags for C (default ``-O3 -march=native``)       |
 | ``ASP_CC``          | the C compiler (default ``$CC``, else ``gcc``)                   |
 | ``ASP_NUM_THREADS`` | threads for OpenMP variants (default ``OMP_NUM_THREADS``, else all cores) |
 | ``ASP_EXACT_ERRORS`` | ``1``: parallel variants too leave exactly Python's state when they raise |
+| ``ASP_EXACT_REDUCTIONS`` | ``1``: reductions keep Python's order of operations (their loops run sequentially) |
 | ``ASP_CALIBRATE``   | ``0``/``off``/``no``: no background calibration (cost models use the stored one, else defaults) |
 | ``ASP_SELECTION``   | ``fixed``: the old fixed rule instead of the cost model (for comparisons) |
 """
@@ -40,6 +41,7 @@ class Config:
     cc: str | None = None
     num_threads: int | None = None
     exact_errors: bool = False
+    exact_reductions: bool = False
     selection: str = "model"
     calibrate: bool = True
 
@@ -62,6 +64,7 @@ class Config:
             cc=(env.get("ASP_CC", "").strip() or env.get("CC", "").strip() or None),
             num_threads=_positive_int(threads.split(",")[0]) if threads else None,
             exact_errors=env.get("ASP_EXACT_ERRORS", "").strip().lower() in _TRUE,
+            exact_reductions=env.get("ASP_EXACT_REDUCTIONS", "").strip().lower() in _TRUE,
             selection=env.get("ASP_SELECTION", "").strip().lower() or "model",
             calibrate=env.get("ASP_CALIBRATE", "").strip().lower() not in _FALSE,
         )

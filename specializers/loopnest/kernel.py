@@ -74,6 +74,8 @@ class _KernelState:
             config = config.with_(num_threads=owner._asp_threads)
         if owner._asp_exact_errors is not None:
             config = config.with_(exact_errors=owner._asp_exact_errors)
+        if owner._asp_exact_reductions is not None:
+            config = config.with_(exact_reductions=owner._asp_exact_reductions)
         self.runners = [NestRunner(a, ctx, backend=owner._asp_backend, strict=owner._asp_strict,
                                    config=config)
                         for a in kernel_class.analysis.nests]
@@ -123,7 +125,8 @@ class LoopKernel:
     _asp_lock = threading.Lock()
 
     def __init__(self, *, backend: str | None = None, strict: bool = False,
-                 num_threads: int | None = None, exact_errors: bool | None = None):
+                 num_threads: int | None = None, exact_errors: bool | None = None,
+                 exact_reductions: bool | None = None):
         """``backend``: force one ("python", "c", "openmp", "opencl", "cuda", or a checker:
         "python-reversed", "python-shuffled", "cuda-emulated"); default: the
         ``ASP_BACKEND`` setting, else the specializer's choice. ``strict``: raise instead of
@@ -131,7 +134,12 @@ class LoopKernel:
         ``ASP_NUM_THREADS``, else ``OMP_NUM_THREADS``, else OpenMP's own default.
         ``exact_errors``: OpenMP variants too leave exactly the arrays Python leaves when a nest
         raises, at the cost of a copy of the arrays they write per call (serial C and the
-        Python backend always do); default: ``ASP_EXACT_ERRORS``, else off."""
+        Python backend always do); default: ``ASP_EXACT_ERRORS``, else off.
+        ``exact_reductions``: every reduction (``s += e``, ``m = max(m, e)``...) keeps Python's
+        order of operations on every variant: a loop that carries one runs sequentially
+        (without it, parallel variants reassociate floating-point reductions, deterministically:
+        the result depends on the trip count, never on the thread count or the run); default:
+        ``ASP_EXACT_REDUCTIONS``, else off."""
         if backend is not None and backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; the backends: "
                              f"{', '.join(BACKENDS)}")
@@ -145,6 +153,7 @@ class LoopKernel:
         self._asp_strict = strict
         self._asp_threads = num_threads
         self._asp_exact_errors = exact_errors
+        self._asp_exact_reductions = exact_reductions
         self._asp_states: dict[Any, _KernelState] = {}  # kernel function -> state
         self._asp_current: _KernelState | None = None
         self._asp_cold_ok = _cold_allowed(self)

@@ -167,7 +167,7 @@ def make_plan(analysis: NestAnalysis, key: BindingKey) -> Plan:
         work += count
     if analysis.order_restriction:
         return Plan(bound, graph, analysis.sequential, work)
-    schedule = schedule_nest(analysis.structure, graph)
+    schedule = schedule_nest(analysis.structure, graph, key.exact_reductions)
     wrong = tuple(violations(schedule, graph))
     if wrong:  # a scheduler bug: never run it; keep the source order, which is always legal
         log.error("loop nest %d at line %d: the schedule violates dependences (%s); running "

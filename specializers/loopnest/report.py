@@ -105,7 +105,7 @@ def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=(), runn
         lines += _nest_text(analysis, record)
         plan = plans[index] if record is not None and record.ran else None
         if plan is not None and not isinstance(analysis, RejectedNest):
-            lines += _plan_text(analysis, plan)
+            lines += _plan_text(analysis, plan, record.backend)
         if runners and record is not None and record.ran:
             lines += choice_text(runners[index])
     return "\n".join(lines)
@@ -168,8 +168,33 @@ def choice_text(runner) -> list[str]:
     return out
 
 
-def _plan_text(analysis: NestAnalysis, plan) -> list[str]:
-    """Dependences (every tested pair, with its test) and the schedule tree."""
+#: How each backend runs a reduction of a parallel loop (``explain``'s mark on the schedule).
+_REDUCTION_ORDER = {
+    "openmp": "reassociated: chunks of the iteration space (their number fixed by the trip "
+              "count) reduced in order, combined in a fixed order: the same result for any "
+              "thread count and run (an integer one: exact in any order); "
+              "exact_reductions=True keeps Python's order",
+    "device": "reassociated: lanes (their number fixed by the trip count) each reducing "
+              "every lanes-th iteration in order, combined in lane order: the same result "
+              "for any grid; exact_reductions=True keeps Python's order",
+    "checker": "reassociated: in the checker's order",
+    "serial": "in Python's order (this variant runs the loop on one thread)",
+}
+
+
+def _reduction_order(backend: str | None) -> str | None:
+    if backend in ("openmp", "opencl", "cuda", "cuda-emulated"):
+        return _REDUCTION_ORDER["openmp" if backend == "openmp" else "device"]
+    if backend in ("python-reversed", "python-shuffled"):
+        return _REDUCTION_ORDER["checker"]
+    if backend in ("c", "python"):
+        return _REDUCTION_ORDER["serial"]
+    return None
+
+
+def _plan_text(analysis: NestAnalysis, plan, backend: str | None = None) -> list[str]:
+    """Dependences (every tested pair, with its test) and the schedule tree, each reduction
+    of a parallel loop marked with the order the variant that ran (``backend``) gives it."""
     from .schedule.tree import SLoop
 
     loops = {l.lid: l.var for l in analysis.access.loops}
@@ -207,7 +232,12 @@ def _plan_text(analysis: NestAnalysis, plan) -> list[str]:
                        "its iterations in order and stops there, as in Python")
     if analysis.order_restriction:
         out.append(f"  schedule: source order kept, because {analysis.order_restriction}")
+    if plan.bound.key.exact_reductions and \
+            any(c.kind == "reduction" for c in analysis.scalars.classes):
+        out.append("  reductions in Python's order (exact_reductions): the loops that carry "
+                   "them run sequentially")
     out.append("  schedule:")
+    order = _reduction_order(backend)
 
     def visit(node, depth: int) -> None:
         pad = "    " + "  " * depth
@@ -217,6 +247,9 @@ def _plan_text(analysis: NestAnalysis, plan) -> list[str]:
             if node.private:
                 extra += f", private({', '.join(node.private)})"
             out.append(f"{pad}for {loops[node.lid]}  [{kind}{extra}]")
+            if node.parallel and node.reductions and order:
+                clauses = " ".join(f"reduction({op}: {v})" for v, op in node.reductions)
+                out.append(f"{pad}  ({clauses} {order})")
             for child in node.body:
                 visit(child, depth + 1)
         else:

@@ -151,7 +151,7 @@ class NestRunner(Specializer):
                 raise UnsupportedArgument(
                     f"'{self.analysis.names.inputs[position]}' is {value}, a Python int beyond "
                     "the 64 bits compiled code holds it in")
-        key = self.analysis.binder.key(args)
+        key = self.analysis.binder.key(args, self.config.exact_reductions)
         self.analysis.plan(key)
         self._key = key
         return types, key

@@ -102,6 +102,10 @@ class BindingKey(NamedTuple):
     atoms: tuple[int, ...]
     shapes: tuple[tuple[int, ...], ...]
     aliases: tuple                     # () when no two arrays share memory
+    #: the kernel's ``exact_reductions`` setting: the schedule runs every loop that carries a
+    #: reduction sequentially (a setting, not a value; in the key so that plans of both
+    #: settings live side by side)
+    exact_reductions: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,7 @@ class Binder:
         self._evaluate = namespace[fname]
         self.source = source
 
-    def key(self, inputs: Sequence[Any]) -> BindingKey:
+    def key(self, inputs: Sequence[Any], exact_reductions: bool = False) -> BindingKey:
         try:
             values = self._evaluate(*inputs)
         except Exception as exc:  # what Python itself would raise; the original code reports it
@@ -174,7 +178,8 @@ class Binder:
         values = values[:len(self.atoms)]
         arrays = [inputs[i] for i in self.array_positions]
         shapes = tuple([a.shape for a in arrays])
-        return BindingKey(values, shapes, self._aliases(arrays) if self.written else ())
+        return BindingKey(values, shapes, self._aliases(arrays) if self.written else (),
+                          exact_reductions)
 
     def _aliases(self, arrays: list) -> tuple:
         found = None

@@ -112,53 +112,12 @@ class DeviceLayout:
         return all(self.combination(name, op) is not None for name, op in reductions)
 
     def combination(self, name: str, op: str) -> str | None:
-        """C text combining partial result ``asp_p`` into ``s`` (the scalar's C name) as the
-        loop's own statements combine a value into it, or None where that is not one known
-        operator (say, Python's max in one statement and NumPy's in another)."""
-        ident = c_identifier(name)
-        ty = self.types.variables[name]
-        funcs = set()
-        for stmt in self.analysis.statements:
-            if isinstance(stmt.target, d.Var) and stmt.target.name == name and \
-                    isinstance(stmt.value, d.Call):
-                funcs.add(stmt.value.func)
-        if op in ("+", "*"):
-            if funcs:
-                return None
-            if ty.kind == "f":
-                return f"{ident} = {ident} {op} asp_p;"
-            if ty.weak:
-                helper = "asp_add_py" if op == "+" else "asp_mul_py"
-                return f"{ident} = {helper}(asp_err, {ident}, asp_p);"
-            return f"{ident} = {wrapping_arith(ident, op, 'asp_p', ty)};"
-        if len(funcs) != 1:
-            return None
-        (func,) = funcs
-        sign = ">" if op == "max" else "<"
-        if func in ("max", "min") or ty.kind != "f":  # Python's: the first unless the other wins
-            return f"{ident} = (asp_p {sign} {ident}) ? asp_p : {ident};"
-        if func in ("numpy.maximum", "numpy.minimum"):   # NaN propagates
-            return f"{ident} = asp_np_{'maximum' if op == 'max' else 'minimum'}_" \
-                   f"{'f64' if ctype(ty) == 'double' else 'f32'}({ident}, asp_p);"
-        if func in ("numpy.fmax", "numpy.fmin"):         # NaN ignored
-            return f"{ident} = {'fmax' if op == 'max' else 'fmin'}({ident}, asp_p);"
-        return None
+        """See ``combination`` (the module's function)."""
+        return combination(self.analysis, self.types, name, op)
 
     def identity(self, name: str, op: str) -> str:
-        """The value a lane's partial result starts from."""
-        ty = self.types.variables[name]
-        if op == "+":
-            return "0"
-        if op == "*":
-            return "1"
-        if ty.kind == "f":
-            return "(-INFINITY)" if op == "max" else "INFINITY"
-        limits = {"int64_t": ("INT64_MIN", "INT64_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX"),
-                  "int16_t": ("INT16_MIN", "INT16_MAX"), "int8_t": ("INT8_MIN", "INT8_MAX"),
-                  "uint64_t": ("0", "UINT64_MAX"), "uint32_t": ("0", "UINT32_MAX"),
-                  "uint16_t": ("0", "UINT16_MAX"), "uint8_t": ("0", "UINT8_MAX"),
-                  "bool": ("0", "1")}[ctype(ty)]
-        return limits[0] if op == "max" else limits[1]
+        """See ``identity`` (the module's function)."""
+        return identity(self.types, name, op)
 
     @staticmethod
     def _depends_on(loop: d.Loop, band) -> bool:
@@ -193,3 +152,66 @@ def statement_ids(node) -> list[int]:
     if isinstance(node, SStmt):
         return [node.sid]
     return [sid for child in node.body for sid in statement_ids(child)]
+
+
+def combination(analysis, types, name: str, op: str) -> str | None:
+    """C text combining partial result ``asp_p`` into ``s`` (the scalar's C name) as the
+    loop's own statements combine a value into it, or None where that is not one known
+    operator (say, Python's max in one statement and NumPy's in another). The device's lanes
+    and the OpenMP variant's chunks (``codegen.openmp``) combine their partial results with it,
+    in order. A max or min keeps the statements' order of arguments (``m = max(m, e)``: the
+    first of equal values, ``m = max(e, m)``: the last), so that the combination selects the
+    value the statements would select."""
+    ident = c_identifier(name)
+    ty = types.variables[name]
+    forms = set()   # (function, the scalar's position among its arguments)
+    for stmt in analysis.statements:
+        if isinstance(stmt.target, d.Var) and stmt.target.name == name and \
+                isinstance(stmt.value, d.Call):
+            first = stmt.value.args[0] == d.Var(name)
+            forms.add((stmt.value.func, 0 if first else 1))
+    if op in ("+", "*"):
+        if forms:
+            return None
+        if ty.kind == "f":
+            return f"{ident} = {ident} {op} asp_p;"
+        if ty.weak:
+            helper = "asp_add_py" if op == "+" else "asp_mul_py"
+            return f"{ident} = {helper}(asp_err, {ident}, asp_p);"
+        return f"{ident} = {wrapping_arith(ident, op, 'asp_p', ty)};"
+    if ty.kind != "f":   # integers: equal values are the same value
+        forms = {(func, 0) for func, _ in forms}
+    if len(forms) != 1:
+        return None
+    ((func, position),) = forms
+    args = (ident, "asp_p") if position == 0 else ("asp_p", ident)
+    sign = ">" if op == "max" else "<"
+    if func in ("max", "min") or ty.kind != "f":  # Python's: the first unless the other wins
+        return f"{ident} = ({args[1]} {sign} {args[0]}) ? {args[1]} : {args[0]};"
+    if func in ("numpy.maximum", "numpy.minimum"):   # NaN propagates
+        return f"{ident} = asp_np_{'maximum' if op == 'max' else 'minimum'}_" \
+               f"{'f64' if ctype(ty) == 'double' else 'f32'}({', '.join(args)});"
+    if func in ("numpy.fmax", "numpy.fmin"):         # NaN ignored
+        return f"{ident} = {'fmax' if op == 'max' else 'fmin'}({', '.join(args)});"
+    return None
+
+
+def identity(types, name: str, op: str) -> str:
+    """The value a partial result starts from: ``op``'s identity in the scalar's type (for a
+    float sum -0.0, the one zero that leaves every value, -0.0 included, as it is: a partial
+    result of one element is that element, bit for bit)."""
+    ty = types.variables[name]
+    if op == "+":
+        if ty.kind == "f":
+            return "-0.0" if ctype(ty) == "double" else "-0.0f"
+        return "0"
+    if op == "*":
+        return "1"
+    if ty.kind == "f":
+        return "(-INFINITY)" if op == "max" else "INFINITY"
+    limits = {"int64_t": ("INT64_MIN", "INT64_MAX"), "int32_t": ("INT32_MIN", "INT32_MAX"),
+              "int16_t": ("INT16_MIN", "INT16_MAX"), "int8_t": ("INT8_MIN", "INT8_MAX"),
+              "uint64_t": ("0", "UINT64_MAX"), "uint32_t": ("0", "UINT32_MAX"),
+              "uint16_t": ("0", "UINT16_MAX"), "uint8_t": ("0", "UINT8_MAX"),
+              "bool": ("0", "1")}[ctype(ty)]
+    return limits[0] if op == "max" else limits[1]

@@ -1,13 +1,19 @@
 """OpenMP C: the serial C module with the schedule's parallelism expressed as OpenMP.
 
 * The outermost parallel loop of each statement group is shared among the threads
-  (``omp parallel for``); its private scalars, last-iteration scalars and reductions get their
-  clauses; the flags of scalars assigned inside are OR-reduced. Where that loop is too short
-  to give every thread several iterations (``wide_loops``), the parallel loops perfectly
-  nested in it whose bounds do not depend on it are shared with it (``collapse``) down to the
-  first one that is long enough. Not more: GCC walks a collapsed nest through one combined
-  counter, which costs the inner loop its vectorization (3 to 5 times slower on conway and
-  hilbert), so collapse is kept for the short loops it is for.
+  (``omp parallel for``); its private scalars, last-iteration scalars and integer reductions
+  get their clauses; the flags of scalars assigned inside are OR-reduced. Where that loop is
+  too short to give every thread several iterations (``wide_loops``), the parallel loops
+  perfectly nested in it whose bounds do not depend on it are shared with it (``collapse``)
+  down to the first one that is long enough. Not more: GCC walks a collapsed nest through one
+  combined counter, which costs the inner loop its vectorization (3 to 5 times slower on
+  conway and hilbert), so collapse is kept for the short loops it is for.
+* A floating-point reduction's result must not depend on the thread count, the runtime or the
+  vector width, as OpenMP's reduction clauses let it: a parallel loop with one is cut into
+  chunks fixed by its trip count, reduced in order, shared among the threads and combined in
+  chunk order by one thread (``_chunked``); an innermost loop's floating-point sums and
+  products run on a fixed number of lanes, which ``omp simd`` vectorizes without reordering
+  any operation (``_laned``); a float max or min stays in order inside a chunk.
 * A sequential loop around parallel loops runs inside one parallel region (every thread walks
   it; each parallel loop inside is an ``omp for`` whose barrier keeps the outer iterations in
   order), so threads are not forked once per outer iteration; a parallel loop inside with too
@@ -18,8 +24,9 @@
   a slower thread has read it, and the threads would meet different barriers (a deadlock).
   A ``break`` of such a loop is taken by every thread (``statement``), on the same terms.
 * Inside a thread's share, an innermost parallel loop whose body has no error path gets
-  ``omp simd`` where the compiler's own vectorizer would not vectorize it (a reduction, or
-  arrays that share memory); other inner loops are left to the compiler.
+  ``omp simd`` where the compiler's own vectorizer would not vectorize it (an integer
+  reduction, a floating-point sum on lanes, or arrays that share memory); other inner loops
+  are left to the compiler.
 * An innermost parallel loop at the top level that calls C library functions, or whose only
   error paths are the math module's checks, is vectorized (``_vector_loop``): the functions
   through wrappers with SIMD clones (each lane calls the function itself: the same bits), the
@@ -34,7 +41,8 @@ from typing import Callable, NamedTuple
 from .. import dast as d
 from ..schedule.tree import SLoop, SStmt
 from .c import CEmitter, CModuleBuilder
-from .cexpr import c_identifier
+from .cexpr import c_identifier, ctype
+from .device_layout import combination, identity
 from .ranges import SMALL
 
 _OPS = {"+": "+", "*": "*", "max": "max", "min": "min"}
@@ -55,6 +63,15 @@ VECTOR_FIELDS = 14
 
 #: A loop gives each thread enough iterations to share alone from this many per thread.
 ITERATIONS_PER_THREAD = 4
+
+#: The chunks a parallel loop with a floating-point reduction splits its iterations into: this
+#: many, or one per iteration where there are fewer (a function of the trip count alone, never
+#: of the thread count: ``OpenMPEmitter._chunked``).
+REDUCTION_CHUNKS = 256
+
+#: The lanes an innermost loop's floating-point sums and products run on (``_laned``): a
+#: constant, so that the result does not depend on the machine's vector width.
+REDUCTION_LANES = 8
 
 
 #: Statement instances per entry below which a parallel loop inside a sequential one runs on
@@ -128,9 +145,14 @@ class OpenMPEmitter(CEmitter):
         self.collapse_rest = 0     # inner loops of a collapsed nest still to open
         self.pending: list[str] = []
         self.shared_reads = False  # every thread read a shared predicate in this iteration
+        self.band: list[d.Loop] = []       # a chunked band's loops (``_chunked``)
+        self.band_rest: list[d.Loop] = []  # its loops still to open
+        self.partials: list[str] = []      # declarations of the chunks' partial results
+        self.chunked = 0                   # chunked loops so far
 
     def prologue(self) -> list[str]:
-        return ["const int asp_nthreads = asp_threads > 0 ? asp_threads : omp_get_max_threads();"]
+        return ["const int asp_nthreads = asp_threads > 0 ? asp_threads : omp_get_max_threads();",
+                *self.partials]
 
     # -- statements ----------------------------------------------------------------------------
 
@@ -168,6 +190,9 @@ class OpenMPEmitter(CEmitter):
     # -- loops ---------------------------------------------------------------------------------
 
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
+        if self.band_rest and self.band_rest[0].lid == loop.lid:  # a chunked band's next loop
+            self._band_level(loop, node, body)
+            return
         if self.collapse_rest:
             self.collapse_rest -= 1
             self._header(loop, hoist=False)
@@ -181,13 +206,7 @@ class OpenMPEmitter(CEmitter):
         elif _contains_parallel(node, self.b.small):
             self._region_loop(loop, node, body)
         elif self.region:  # a sequential loop with no parallel work: one thread runs it
-            saved, self.lines = self.lines, []
-            depth, self.depth = self.depth, 1
-            self.plain += 1
-            super().loop(loop, node, body)
-            self.plain -= 1
-            self.pending += self.lines
-            self.lines, self.depth = saved, depth
+            self._one_thread(loop, node, body)
         else:
             super().loop(loop, node, body)
 
@@ -220,28 +239,52 @@ class OpenMPEmitter(CEmitter):
         the compiler could not vectorize it alone: it has a reduction (reordering one is not
         the compiler's to decide) or touches arrays that share memory (no ``restrict``).
         Otherwise GCC's own vectorizer does better than under ``omp simd`` (conv2d: 45 ms
-        against 30 on two threads)."""
+        against 30 on two threads). A floating-point sum or product runs on fixed lanes
+        instead (``_laned``); a floating-point max or min in order, never under ``omp simd``."""
         self._open_predicate(loop)
         self.line("{")
         self.depth += 1
         self.hoist(loop)
-        saved, self.lines = self.lines, []
-        depth = self.depth
-        self._header(loop, hoist=False)
-        self._body(body)
-        loop_lines, self.lines = self.lines, saved
-        if simd and not any(isinstance(c, SLoop) for c in node.body) and \
-                not any("asp_err" in text or "({" in text for text in loop_lines) and \
-                (node.reductions or self._arrays(node) & self.b.aliased):
-            self.depth = depth
-            self.line("#pragma omp simd" + self._clauses([node], simd=True))
-        self.lines += loop_lines
-        self.depth = depth - 1
+        lines = self._captured(body)
+        innermost = not any(isinstance(c, SLoop) for c in node.body)
+        fails = any("asp_err" in text or "({" in text for text in lines)
+        lanes = self._lanes(node) if simd and not fails else None
+        if lanes:
+            var = c_identifier(loop.var)
+            if not self.wide(loop):
+                self.line(f"const uint64_t asp_n_{var} = asp_trip_count(asp_lo_{var}, "
+                          f"asp_hi_{var}, asp_step_{var});")
+            self._laned(loop, node, lines, lanes, "0", f"asp_n_{var}")
+        else:
+            if simd and innermost and not fails and not self._ordered([node]) and \
+                    (node.reductions or self._arrays(node) & self.b.aliased):
+                self.line("#pragma omp simd" + self._clauses([node], simd=True))
+            self._header(loop, hoist=False)
+            self.depth += 1
+            for text in lines:
+                self.line(text)
+            self.depth -= 1
+            self.line("}")
+        self.depth -= 1
         self.line("}")
         self._close_predicate(loop)
 
+    def _captured(self, body) -> list[str]:
+        """The lines ``body`` emits, indented from depth 0 (code one thread runs: nothing
+        goes to a single block)."""
+        saved, self.lines = self.lines, []
+        depth, self.depth = self.depth, 0
+        body()
+        lines, self.lines, self.depth = self.lines, saved, depth
+        return lines
+
     def _worksharing(self, loop: d.Loop, node: SLoop, body) -> None:
         self.flush_single()
+        band = self._band(node)
+        ordered = self._ordered(band)
+        if ordered:
+            self._chunked(loop, node, body, band, ordered)
+            return
         nest = self._collapsible(node)
         if not self.region and len(nest) == 1 and \
                 not any(isinstance(c, SLoop) for c in node.body) and \
@@ -343,6 +386,227 @@ class OpenMPEmitter(CEmitter):
         return _ErrorForm("int32_t asp_code = 0;", "16 * first failing iteration + code",
                           f"{order} * 16 + asp_code", f"(int32_t)({first} & 15)")
 
+    # -- floating-point reductions: chunks in a fixed order ---------------------------------------
+
+    def _ordered(self, nodes) -> list[tuple[str, str]]:
+        """The floating-point reductions of ``nodes`` ((scalar, operator), sorted): their value
+        depends on the order of the operations (a sum's rounding; which of two equal maxima, or
+        a NaN, a max keeps), so they are never left to OpenMP's reduction clause or to ``omp
+        simd``, whose order depends on the thread count, the runtime and the vector width."""
+        found = {}
+        for node in nodes:
+            for name, op in node.reductions:
+                if self.b.types.variables[name].kind == "f":
+                    found[name] = op
+        return sorted(found.items())
+
+    def _chunked(self, loop: d.Loop, node: SLoop, body, band: list[SLoop], ordered) -> None:
+        """A parallel loop with floating-point reductions (``ordered``), shared so that its
+        result depends on the trip count alone: the iterations of its band (``_band``, one
+        iteration space in Python's order) are cut into ``min(trips, REDUCTION_CHUNKS)``
+        contiguous chunks; each chunk reduces its iterations in order into its own partial
+        result, from the scalar's value before the loop for the first chunk and from the
+        operator's identity for the others; the threads share the chunks (``schedule(static)``),
+        and one thread then combines the partial results in chunk order, with the loop's own
+        operator (``device_layout.combination``). Where some reduction has no single operator
+        to combine with, the loop runs on one thread instead (``_one_thread``)."""
+        b = self.b
+        combine = {name: combination(b.analysis, b.types, name, op) for name, op in ordered}
+        if any(text is None for text in combine.values()):
+            self._one_thread(loop, node, body)
+            return
+        k, self.chunked = self.chunked, self.chunked + 1
+        chunks = f"asp_chunks{k}"
+        loops = [b.loops[n.lid] for n in band]
+        names = [c_identifier(x.var) for x in loops]
+        types = {name: ctype(b.types.variables[name]) for name, _ in ordered}
+        self.line(f"int64_t {chunks} = 0;  /* chunks of the loop on {loops[0].var} */")
+        self._open_predicate(loop)
+        self.line("{")
+        self.depth += 1
+        for x, var in zip(loops, names):
+            self.hoist(x)
+            if not self.wide(x):
+                self.line(f"const uint64_t asp_n_{var} = asp_trip_count(asp_lo_{var}, "
+                          f"asp_hi_{var}, asp_step_{var});")
+        self.line(f"const uint64_t asp_total = {' * '.join(f'asp_n_{v}' for v in names)};")
+        self.line(f"{chunks} = asp_total < {REDUCTION_CHUNKS} ? (int64_t)asp_total : "
+                  f"{REDUCTION_CHUNKS};")
+        self.line(f"const uint64_t asp_q = {chunks} ? asp_total / (uint64_t){chunks} : 0;")
+        self.line(f"const uint64_t asp_r = {chunks} ? asp_total % (uint64_t){chunks} : 0;")
+        for name, _ in ordered:
+            ident = c_identifier(name)
+            self.partials.append(f"{types[name]} asp_part{k}_{ident}[{REDUCTION_CHUNKS}];")
+            self.line(f"const {types[name]} asp_s0_{ident} = {ident};")
+        pragma = "#pragma omp for" if self.region else "#pragma omp parallel for"
+        pragma += " schedule(static)" + self._clauses(band, chunked=ordered)
+        if not self.region:
+            pragma += " num_threads(asp_nthreads)"
+        self.line(pragma)
+        self.line(f"for (int64_t asp_c = 0; asp_c < {chunks}; asp_c++) {{")
+        self.depth += 1
+        for name, op in ordered:  # (the loop's statements update this copy)
+            ident = c_identifier(name)
+            self.line(f"{types[name]} {ident} = asp_c == 0 ? asp_s0_{ident} : "
+                      f"{identity(b.types, name, op)};")
+        self.line("const uint64_t asp_from = (uint64_t)asp_c * asp_q + "
+                  "((uint64_t)asp_c < asp_r ? (uint64_t)asp_c : asp_r);")
+        self.line("const uint64_t asp_to = asp_from + asp_q + ((uint64_t)asp_c < asp_r);")
+        if len(loops) > 1:  # the band's counters at the chunk's first iteration
+            self.line("uint64_t asp_left = asp_to - asp_from, asp_rest = asp_from;")
+            for var in reversed(names[1:]):
+                self.line(f"uint64_t asp_ct_{var} = asp_rest % asp_n_{var};")
+                self.line(f"asp_rest /= asp_n_{var};")
+            self.line(f"uint64_t asp_ct_{names[0]} = asp_rest;")
+        self.band, self.band_rest = loops, loops
+        self.share += 1
+        self._band_level(loop, node, body)
+        self.share -= 1
+        self.band = self.band_rest = []
+        for name, _ in ordered:
+            ident = c_identifier(name)
+            self.line(f"asp_part{k}_{ident}[asp_c] = {ident};")
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+        self._close_predicate(loop)
+        lines = []
+        for name, _ in ordered:
+            ident = c_identifier(name)
+            lines += [f"for (int64_t asp_c = 0; asp_c < {chunks}; asp_c++) {{",
+                      f"    const {types[name]} asp_p = asp_part{k}_{ident}[asp_c];",
+                      f"    if (asp_c == 0) {ident} = asp_p; else {combine[name]}",
+                      "}"]
+        if self.region:   # one thread combines, in the next single block
+            self.pending += ["    " + text for text in lines]
+        else:
+            for text in lines:
+                self.line(text)
+
+    def _band_level(self, loop: d.Loop, node: SLoop, body) -> None:
+        """Open one loop of a chunked band (``_chunked``): it runs the band's counters from the
+        chunk's first iteration (``asp_from``) for its iterations (``asp_left``), in order;
+        the innermost one, where it takes lanes (``_lanes``), on lanes (``_laned``)."""
+        level = len(self.band) - len(self.band_rest)
+        self.band_rest = self.band_rest[1:]
+        var = c_identifier(loop.var)
+        single = len(self.band) == 1
+        if level == len(self.band) - 1:  # the innermost: counters [start, end)
+            start, end = ("asp_from", "asp_to") if single else (f"asp_ct_{var}", f"asp_e_{var}")
+            if not single:
+                self.line(f"const uint64_t asp_e_{var} = asp_n_{var} - asp_ct_{var} < asp_left "
+                          f"? asp_n_{var} : asp_ct_{var} + asp_left;")
+                self.line(f"asp_left -= asp_e_{var} - asp_ct_{var};")
+            lanes = self._lanes(node)
+            lines = self._captured(body) if lanes else None
+            if lanes and not any("asp_err" in text or "({" in text for text in lines):
+                self.line("{")
+                self.depth += 1
+                self._laned(loop, node, lines, lanes, start, end)
+                self.depth -= 1
+                self.line("}")
+                return
+            counter = f"uint64_t asp_ct_{var} = asp_from" if single else ""
+            self.line(f"for ({counter}; asp_ct_{var} < {end}; asp_ct_{var}++) {{")
+            self.line(f"    const int64_t {var} = {self._value(var, f'asp_ct_{var}')};")
+            if lines is None:
+                self._body(body)
+                return
+            self.depth += 1
+            for text in lines:
+                self.line(text)
+            self.depth -= 1
+            self.line("}")
+            return
+        inner = c_identifier(self.band[level + 1].var)
+        test = "asp_left" if level == 0 else f"asp_left && asp_ct_{var} < asp_n_{var}"
+        self.line(f"for (; {test}; asp_ct_{var}++, asp_ct_{inner} = 0) {{")
+        self.line(f"    const int64_t {var} = {self._value(var, f'asp_ct_{var}')};")
+        self._body(body)
+
+    @staticmethod
+    def _value(var: str, counter: str) -> str:
+        """The C value of loop variable ``var`` at iteration ``counter`` (uint64, from 0):
+        computed modulo 2**64, exact since every value of the loop is an int64."""
+        return f"(int64_t)((uint64_t)asp_lo_{var} + {counter} * (uint64_t)asp_step_{var})"
+
+    def _lanes(self, node: SLoop) -> list[tuple[str, str]] | None:
+        """The reductions of ``node`` to run on lanes (``_laned``): its floating-point ones,
+        where it is innermost, all of those are sums or products (a max or min stays in
+        order: the value it selects among equal ones, or NaN, would depend on the lanes), and
+        it has some; else None."""
+        ordered = self._ordered([node])
+        if not node.parallel or not ordered or any(op not in ("+", "*") for _, op in ordered) \
+                or any(isinstance(c, SLoop) for c in node.body):
+            return None
+        return ordered
+
+    def _laned(self, loop: d.Loop, node: SLoop, lines: list[str], lanes, start: str,
+               end: str) -> None:
+        """An innermost loop's iterations ``start`` to ``end`` (counters from 0, C texts) with
+        its floating-point sums and products (``lanes``) on ``REDUCTION_LANES`` lanes: lane k
+        reduces, in order and from the identity, the iterations ``start + k``, ``start + k +
+        REDUCTION_LANES``, ...; then the lanes' results are combined in lane order into the
+        scalar. Each lane is its own sequence of operations, so ``omp simd`` vectorizes the
+        lanes without reordering any, and the result depends on the trip count alone, never on
+        the vector width (which ``omp simd reduction`` would lend it). ``lines``: the body's
+        text (``_captured``), printed twice: for the full rounds of lanes, and for the last
+        partial round."""
+        b = self.b
+        var = c_identifier(loop.var)
+        width = REDUCTION_LANES
+        types = {name: ctype(b.types.variables[name]) for name, _ in lanes}
+        for name, op in lanes:
+            ident = c_identifier(name)
+            self.line(f"{types[name]} asp_lane_{ident}[{width}];")
+            self.line(f"for (int asp_l = 0; asp_l < {width}; asp_l++) asp_lane_{ident}[asp_l] = "
+                      f"{identity(b.types, name, op)};")
+        self.line(f"uint64_t asp_b_{var} = {start};")
+        self.line(f"for (; {end} - asp_b_{var} >= {width}; asp_b_{var} += {width}) {{")
+        self.depth += 1
+        self.line("#pragma omp simd" + self._clauses([node], simd=True, chunked=lanes))
+        self._lane_loop(var, lines, lanes, types, f"asp_l < {width}")
+        self.depth -= 1
+        self.line("}")
+        self._lane_loop(var, lines, lanes, types, f"(uint64_t)asp_l < {end} - asp_b_{var}")
+        for name, _ in lanes:
+            ident = c_identifier(name)
+            self.line(f"for (int asp_l = 0; asp_l < {width}; asp_l++) {{")
+            self.line(f"    const {types[name]} asp_p = asp_lane_{ident}[asp_l];")
+            self.line(f"    {combination(b.analysis, b.types, name, dict(lanes)[name])}")
+            self.line("}")
+
+    def _lane_loop(self, var: str, lines: list[str], lanes, types, test: str) -> None:
+        self.line(f"for (int asp_l = 0; {test}; asp_l++) {{")
+        self.depth += 1
+        self.line(f"const int64_t {var} = {self._value(var, f'(asp_b_{var} + asp_l)')};")
+        for name, _ in lanes:
+            ident = c_identifier(name)
+            self.line(f"{types[name]} {ident} = asp_lane_{ident}[asp_l];")
+        for text in lines:
+            self.line(text)
+        for name, _ in lanes:
+            ident = c_identifier(name)
+            self.line(f"asp_lane_{ident}[asp_l] = {ident};")
+        self.depth -= 1
+        self.line("}")
+
+    def _one_thread(self, loop: d.Loop, node: SLoop, body) -> None:
+        """A loop run by one thread, in order (inside a region, in the next single block)."""
+        if not self.region:
+            self.plain += 1
+            super().loop(loop, node, body)
+            self.plain -= 1
+            return
+        saved, self.lines = self.lines, []
+        depth, self.depth = self.depth, 1
+        self.plain += 1
+        super().loop(loop, node, body)
+        self.plain -= 1
+        self.pending += self.lines
+        self.lines, self.depth = saved, depth
+
     def _region_loop(self, loop: d.Loop, node: SLoop, body) -> None:
         opened = not self.region
         self.flush_single()
@@ -376,8 +640,18 @@ class OpenMPEmitter(CEmitter):
     # -- clauses -------------------------------------------------------------------------------
 
     def _collapsible(self, node: SLoop) -> list[SLoop]:
-        """The parallel loops to share with ``node`` (see the module docstring); never a wide
-        loop, whose header declares its variable inside the body."""
+        """The parallel loops to share with ``node`` (see the module docstring): its band, down
+        to the first loop long enough for the threads."""
+        nest = self._band(node)
+        for depth, loop in enumerate(nest):  # collapse only down to the first wide loop
+            if loop.lid in self.b.wide:
+                return nest[:depth + 1]
+        return nest
+
+    def _band(self, node: SLoop) -> list[SLoop]:
+        """``node`` and the parallel loops perfectly nested in it whose bounds do not depend
+        on the band, none near the ends of int64 (whose header declares its variable inside
+        the body)."""
         nest = [node]
         variables = {self.b.loops[node.lid].var}
         current = node
@@ -391,19 +665,21 @@ class OpenMPEmitter(CEmitter):
             nest.append(inner)
             variables.add(info.var)
             current = inner
-        for depth, loop in enumerate(nest):  # collapse only down to the first wide loop
-            if loop.lid in self.b.wide:
-                return nest[:depth + 1]
         return nest
 
-    def _clauses(self, nest: list[SLoop], simd: bool = False) -> str:
+    def _clauses(self, nest: list[SLoop], simd: bool = False, chunked=()) -> str:
+        """The clauses of a loop sharing ``nest``: private, last-iteration, reduction (but of
+        the ``chunked`` reductions, which ``_chunked`` combines itself) and the flags of the
+        scalars assigned inside."""
         private = sorted({c_identifier(s) for n in nest for s in n.private
                           if s not in n.lastprivate})
         last = sorted({c_identifier(s) for n in nest for s in n.lastprivate})
         reductions: dict[str, set[str]] = {}
+        skip = {name for name, _ in chunked}
         for n in nest:
             for name, op in n.reductions:
-                reductions.setdefault(_OPS[op], set()).add(c_identifier(name))
+                if name not in skip:
+                    reductions.setdefault(_OPS[op], set()).add(c_identifier(name))
         flags = sorted({f"asp_w_{c_identifier(name)}" for name in self._assigned(nest[0])
                         if name in self.b.live})
         text = ""

@@ -7,15 +7,18 @@ strongly connected components of the dependence graph restricted to dependences 
 level k or deeper (or loop-independent), and emits them in topological order (loop
 distribution). A component whose statements carry no dependence at level k runs that loop in
 parallel; reduction updates may carry their own reduction dependences and still run in
-parallel, combined by the reduction. Consecutive parallel components of the same loop with no
-dependence carried at level k between them are fused again (typed fusion), so distribution
-never costs a separate parallel loop per statement. A sequential component that forms a perfect
-band is offered to ``interchange``, which moves parallel loops outward when that is legal
-(gemm with k innermost, or k outermost, runs i and j in parallel and k sequentially).
+parallel, combined by the reduction (with ``exact_reductions`` those count as any other
+dependence, so that a reduction keeps Python's order). Consecutive parallel components of the
+same loop with no dependence carried at level k between them are fused again (typed fusion),
+so distribution never costs a separate parallel loop per statement. A sequential component
+that forms a perfect band is offered to ``interchange``, which moves parallel loops outward
+when that is legal (gemm with k innermost, or k outermost, runs i and j in parallel and k
+sequentially).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from dataclasses import dataclass
 
@@ -68,9 +71,17 @@ def nest_structure(nest: d.Nest, access: AccessInfo, scalars: ScalarInfo) -> Nes
                          private_at, access)
 
 
-def schedule_nest(structure: NestStructure, graph: DependenceGraph) -> Schedule:
+def schedule_nest(structure: NestStructure, graph: DependenceGraph,
+                  exact_reductions: bool = False) -> Schedule:
+    """The nest's schedule. ``exact_reductions``: a reduction's own dependences count as any
+    other (a loop that carries one runs sequentially), so that every variant performs its
+    operations in Python's order (the kernel's ``exact_reductions`` setting)."""
     s = structure
-    ctx = _Context(s.loops, s.depth, s.stmt_loops, s.statements, graph.edges,
+    edges = graph.edges
+    if exact_reductions:
+        edges = tuple(dataclasses.replace(e, reduction=None) if e.reduction else e
+                      for e in edges)
+    ctx = _Context(s.loops, s.depth, s.stmt_loops, s.statements, edges,
                    list(s.private_groups), s.private_at, s.access)
     root = _build(ctx, 1, None, frozenset(s.stmt_loops))
     return Schedule(tuple(root), statement_schedules(root, ctx))

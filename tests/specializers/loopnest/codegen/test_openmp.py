@@ -1,7 +1,8 @@
 """codegen.openmp: the OpenMP form of a schedule: the outermost parallel loop shared among
-threads (collapsed where perfect), reduction clauses, one parallel region around a
-sequential loop, ``simd`` on proven inner loops, guarded writes where an error may occur,
-and the thread count from the setting or ``OMP_NUM_THREADS``."""
+threads (collapsed where perfect), floating-point reductions in chunks combined in order and
+integer ones through reduction clauses, one parallel region around a sequential loop,
+``simd`` on proven inner loops (fixed lanes for a floating-point sum), guarded writes where
+an error may occur, and the thread count from the setting or ``OMP_NUM_THREADS``."""
 
 import os
 import re
@@ -67,11 +68,34 @@ return total, biggest
 """, "A, n")
 
 
-def test_reductions_get_reduction_clauses():
+def test_float_reductions_run_in_chunks_combined_in_order():
+    """Not OpenMP's reduction clause, whose order depends on the threads: chunks of the
+    iterations, each reduced in order into its own partial result, combined in chunk order."""
     body, got = openmp_source(REDUCTION, np.arange(10.0), 10)
     assert got == (45.0, 9.0)
     pragma = next(line for line in body.splitlines() if "#pragma omp parallel for" in line)
+    assert "schedule(static)" in pragma and "reduction(+" not in pragma and \
+        "reduction(max" not in pragma
+    assert "double asp_part0_total[256];" in body and "double asp_part0_biggest[256];" in body
+    assert "if (asp_c == 0) total = asp_p; else total = total + asp_p;" in body
+    assert "biggest = (asp_p > biggest) ? asp_p : biggest;" in body  # max(biggest, e)'s order
+
+
+def test_integer_reductions_keep_their_clauses():
+    """An integer reduction is exact in any order: OpenMP's clause combines it."""
+    Kernel = kernel_class("""
+total = 0
+biggest = -1
+for i in range(n):
+    total += A[i]
+    biggest = max(biggest, A[i])
+return total, biggest
+""", "A, n")
+    body, got = openmp_source(Kernel, np.arange(10), 10)
+    assert got == (45, 9)
+    pragma = next(line for line in body.splitlines() if "#pragma omp parallel for" in line)
     assert "reduction(+: total)" in pragma and "reduction(max: biggest)" in pragma
+    assert "asp_part" not in body
 
 
 TIME_STEPS = kernel_class("""
@@ -142,7 +166,10 @@ for i in range(n):
     C[i] = s
 """, "A, C, n")
     body, _ = openmp_source(rows, np.ones((8, 8)), np.zeros(8), 8)
-    assert "#pragma omp simd reduction(+: s)" in body
+    lines = [line.strip() for line in body.splitlines()]
+    simd = lines.index("#pragma omp simd")  # on fixed lanes (``_laned``), not a reduction
+    assert lines[simd + 1] == "for (int asp_l = 0; asp_l < 8; asp_l++) {"
+    assert "double asp_lane_s[8];" in lines and "reduction(+: s)" not in body
 
 
 def test_no_simd_and_guarded_writes_where_an_error_may_occur():
@@ -171,30 +198,45 @@ return total
 
 
 def absorbing(n: int) -> np.ndarray:
-    """1e16 then ones: added in order the ones vanish (1e16 + 1 rounds back to 1e16); summed in
-    two halves, the second half's ones survive. The result tells how many threads ran."""
+    """1e16 then ones: added in order the ones vanish (1e16 + 1 rounds back to 1e16); summed
+    in parts, the ones of every part but the first survive."""
     a = np.ones(n)
     a[0] = 1e16
     return a
 
 
+def native_threads(kernel) -> int:
+    """The thread count the kernel's last OpenMP call passed to its native code (its
+    ``asp_threads`` argument, the last one; 0: OpenMP's default)."""
+    (call,) = [run._call for runner in kernel._asp_current.runners
+               for run in runner._executors.values() if hasattr(run, "_call")]
+    return int(re.search(r"(\d+),?\s*\)\s*$", call.__asp_source__).group(1))
+
+
+def threads_and_result(*args, **options) -> tuple[int, float]:
+    kernel = SUM(backend="openmp", strict=True, **options)
+    got = kernel.kernel(*args)
+    return native_threads(kernel), got
+
+
 def test_the_thread_count_setting_is_used():
+    """It reaches the native code; the sum is the same whatever it is (the chunks depend on
+    the trip count alone)."""
     n = 1 << 16
-    _, one = openmp_source(SUM, absorbing(n), n, num_threads=1)
-    _, two = openmp_source(SUM, absorbing(n), n, num_threads=2)
-    assert one == SUM().original_kernel(absorbing(n), n) == 1e16
-    assert two == 1e16 + n // 2  # two static halves, each summed in order
+    one, two = (threads_and_result(absorbing(n), n, num_threads=k) for k in (1, 2))
+    assert one[0] == 1 and two[0] == 2
+    # only the ones on 1e16's lane (the first of 8) of the first chunk (of 256) vanish
+    assert one[1] == two[1] == 1e16 + (n - 1) - (n // 256 // 8 - 1)
+    assert SUM().original_kernel(absorbing(n), n) == 1e16
 
 
 def test_the_thread_count_follows_omp_num_threads(monkeypatch):
     n = 1 << 16
     monkeypatch.delenv("ASP_NUM_THREADS", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    _, two = openmp_source(SUM, absorbing(n), n)
-    assert two == 1e16 + n // 2
+    assert threads_and_result(absorbing(n), n)[0] == 2
     monkeypatch.setenv("ASP_NUM_THREADS", "1")  # the project's own setting wins
-    _, one = openmp_source(SUM, absorbing(n), n)
-    assert one == 1e16
+    assert threads_and_result(absorbing(n), n)[0] == 1
 
 
 def test_num_threads_must_be_positive():
