@@ -41,12 +41,27 @@ def test_scalar_reads_and_writes():
     assert set(sts[2].scalar_reads) == {"t", "__asp_p1"} and sts[2].predicate == "__asp_p1"
 
 
-def test_non_affine_bounds_are_rejected():
+def test_non_affine_bounds_become_counted_loops():
+    """(``counted``) The loop's variable is a value of the nest, its subscripts non-affine."""
     def k(self, A, n):
         for i in range(n):
             for j in range(i * i):
                 A[j] = 0
 
-    rejected = analyse_kernel(k).nests[0]
-    assert isinstance(rejected.error, UnsupportedConstruct)
-    assert "not an affine function" in str(rejected.error)
+    analysis = analyse_kernel(k).nests[0]
+    assert [info.var for info in analysis.access.loops] == ["i", "__asp_wb0"]
+    (write,) = [a for st in analysis.access.statements for a in st.accesses if a.write]
+    assert write.subscripts == (None,)
+
+
+def test_access_analysis_itself_rejects_non_affine_bounds():
+    from specializers.loopnest import dast as d
+    from specializers.loopnest.access import access_info
+    from specializers.loopnest.names import nest_names
+
+    i = d.Var("i")
+    inner = d.Loop("j", d.Const(0), d.BinOp("*", i, i), d.Const(1),
+                   (d.Assign(d.ArrayRef("A", (d.Var("j"),)), d.Const(0), 0),), 1)
+    nest = d.Nest(0, d.Loop("i", d.Const(0), d.Var("n"), d.Const(1), (inner,), 0))
+    with pytest.raises(UnsupportedConstruct, match="not an affine function"):
+        access_info(nest, nest_names(nest))
