@@ -75,9 +75,10 @@ def nested_helper(kernel_tree: ast.FunctionDef, name: str, nest: ast.AST) -> Hel
     return _helper(name, value, ("nested", node.lineno, node.col_offset), None)
 
 
-def module_helper(name: str, obj: Any, kernel_globals: dict) -> Helper | None:
-    """The helper ``obj`` (a free name of the kernel refers to it), or None where ``obj`` is
-    not a plain Python function."""
+def module_helper(name: str, obj: Any, kernel_globals: dict, static: bool = False
+                  ) -> Helper | None:
+    """The helper ``obj`` (a free name of the kernel refers to it; ``static``: the function of
+    a ``staticmethod``), or None where ``obj`` is not a plain Python function."""
     if not isinstance(obj, types.FunctionType):
         return None
     if obj.__closure__:
@@ -86,7 +87,7 @@ def module_helper(name: str, obj: Any, kernel_globals: dict) -> Helper | None:
         parsed = function_ast(obj)
     except AspError as exc:
         raise NotInlinable(f"the source of '{name}' cannot be read ({exc.message})") from exc
-    helper = _helper(name, parsed.tree, obj.__code__, obj.__globals__)
+    helper = _helper(name, parsed.tree, obj.__code__, obj.__globals__, static)
     if obj.__globals__ is not kernel_globals:
         helper = Helper(helper.name, helper.key, helper.params, helper.body, obj.__globals__,
                         same_globals=False)
@@ -108,14 +109,15 @@ def _binds(node: ast.AST, name: str) -> bool:
 
 
 def _helper(name: str, tree: ast.FunctionDef | ast.Lambda, key: Any,
-            own_module: dict | None) -> Helper:
+            own_module: dict | None, static: bool = False) -> Helper:
     args = tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.kw_defaults:
         raise NotInlinable(f"'{name}' takes default, keyword-only or starred parameters")
     params = tuple(a.arg for a in args.posonlyargs + args.args)
     if isinstance(tree, ast.Lambda):
         return Helper(name, key, params, tree.body, own_module)
-    if tree.decorator_list:
+    decorators = [ast.unparse(d) for d in tree.decorator_list]
+    if decorators and decorators != (["staticmethod"] if static else []):
         raise NotInlinable(f"'{name}' is decorated")
     body = list(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import os
 import threading
 from typing import Any
 
 from asp_core import config as config_module
-from asp_core.errors import AspError, SpecializationError
+from asp_core.errors import AspError, SpecializationError, UnsupportedConstruct
 from asp_core.specializer import warn_once
 
 from . import coldstart, pipeline
@@ -63,6 +64,18 @@ def _nest_done(func, index: int, owner: "LoopKernel", seconds: float) -> None:
     owner._asp_states[func].runners[index].ran_original(seconds)
 
 
+def _for_instance(analysis, cls: type):
+    """``analysis``, or a rejected nest where ``cls`` (a subclass) binds a static method the
+    nest inlined as ``self.f(...)`` to something else (``lowering.StaticMethod``)."""
+    for method in getattr(analysis, "methods", ()):
+        if inspect.getattr_static(cls, method.name, None) is not method.method:
+            error = UnsupportedConstruct(
+                f"unsupported call: '{method.name}' of {cls.__qualname__} is not the static "
+                f"method the nest inlined", method.loc, "call")
+            return pipeline.RejectedNest(analysis.index, analysis.node, error)
+    return analysis
+
+
 class _KernelState:
     """Per instance: one runner per nest and the record of the last call."""
 
@@ -76,7 +89,8 @@ class _KernelState:
             config = config.with_(exact_errors=owner._asp_exact_errors)
         if owner._asp_exact_reductions is not None:
             config = config.with_(exact_reductions=owner._asp_exact_reductions)
-        self.runners = [NestRunner(a, ctx, backend=owner._asp_backend, strict=owner._asp_strict,
+        self.runners = [NestRunner(_for_instance(a, type(owner)), ctx,
+                                   backend=owner._asp_backend, strict=owner._asp_strict,
                                    config=config)
                         for a in kernel_class.analysis.nests]
         self.call_id = 0

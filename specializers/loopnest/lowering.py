@@ -12,7 +12,9 @@ Accepted (anything else raises ``UnsupportedConstruct`` naming the construct and
 * constants, names, ``self.x`` attributes, ``A.shape[k]``, ``len(A)``, ``math``/``numpy``
   constants, arithmetic (``+ - * / // % **``), unary ``- + not``, comparisons (chains too),
   ``and``/``or``, conditional expressions, and calls of the pure functions in ``intrinsics``
-  and of the user's own one-expression functions, inlined (``inlining``).
+  and of the user's own one-expression functions, inlined (``inlining``): module functions,
+  nested definitions and lambdas, and static methods called as ``self.f(...)`` or
+  ``ClassName.f(...)``.
 
 Names are resolved against the kernel's locals and free variables: a local name is a value of
 the kernel; a free name that is ``range``, ``len``, a module or an intrinsic is recognised by
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -70,14 +73,41 @@ class KernelContext:
     self_name: str | None       # the first parameter (the LoopKernel instance)
 
 
-def lower_nest(ctx: KernelContext, node: ast.For, index: int) -> d.Nest:
-    """The DAST of the top-level loop ``node`` (the ``index``-th nest of the kernel)."""
+def lower_nest(ctx: KernelContext, node: ast.For, index: int,
+               methods: list[StaticMethod] | None = None) -> d.Nest:
+    """The DAST of the top-level loop ``node`` (the ``index``-th nest of the kernel);
+    ``methods`` receives the static methods inlined through ``self`` (``kernel`` checks that
+    an instance's class has the same ones)."""
     lowering = _Lowering(ctx, node)
     loop = lowering.loop(node, set())
+    if methods is not None:
+        methods.extend(lowering.methods)
     if lowering.pending:   # (a temporary would have to precede the nest itself)
         raise lowering.unsupported(node.iter, "call", "an inlined call in the nest's own range() "
                                    "whose arguments must be evaluated first")
     return d.Nest(index, loop, lowering.reordered, loc=ctx.fa.location(node))
+
+
+@dataclass(frozen=True)
+class StaticMethod:
+    """A ``staticmethod`` a nest inlined as ``self.name(...)``: an instance of a subclass that
+    binds ``name`` to something else runs that nest as Python."""
+
+    name: str
+    method: staticmethod
+    loc: Any
+
+
+def defining_class(func) -> type | None:
+    """The class a kernel method is defined in, found through its qualified name in its module
+    (None for a class defined inside a function)."""
+    parts = func.__qualname__.split(".")
+    if "<locals>" in parts or len(parts) < 2:
+        return None
+    found = func.__globals__.get(parts[0])
+    for part in parts[1:-1]:
+        found = getattr(found, part, None)
+    return found if isinstance(found, type) else None
 
 
 @dataclass
@@ -100,6 +130,7 @@ class _Lowering(NodeVisitor):
         self.pending: list[d.Stmt] = []   # temporaries of the statement being lowered
         self.next_temp = 0
         self.returns: str | None = None   # "value" or "bare" once a return is lowered
+        self.methods: list[StaticMethod] = []   # static methods inlined through self
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -434,6 +465,8 @@ class _Lowering(NodeVisitor):
 
     def helper(self, node: ast.Call) -> inlining.Helper | None:
         """The user's function ``node`` calls, to inline, or None where it calls none."""
+        if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            return self.static_helper(node.func)
         if not isinstance(node.func, ast.Name):
             return None
         name = node.func.id
@@ -446,6 +479,30 @@ class _Lowering(NodeVisitor):
             return inlining.module_helper(name, self.resolve(name), self.ctx.fa.func.__globals__)
         except inlining.NotInlinable as exc:
             raise self.unsupported(node, "call", f"'{name}' cannot be inlined: {exc}") from None
+
+    def static_helper(self, func: ast.Attribute) -> inlining.Helper | None:
+        """A ``staticmethod`` called as ``self.f(...)`` or ``ClassName.f(...)``, or None."""
+        base, name = func.value.id, func.attr
+        through_self = not self.inlined and base == self.ctx.self_name and \
+            base in self.ctx.local_names
+        cls = defining_class(self.ctx.fa.func) if through_self else self.resolve(base)
+        if through_self and cls is None:
+            raise self.unsupported(func, "call", f"'{base}.{name}': the kernel's class is "
+                                   "defined inside a function, where its methods cannot be found")
+        if not isinstance(cls, type):
+            return None
+        method = inspect.getattr_static(cls, name, None)
+        if not isinstance(method, staticmethod):
+            return None
+        try:
+            helper = inlining.module_helper(f"{base}.{name}", method.__func__,
+                                            self.ctx.fa.func.__globals__, static=True)
+        except inlining.NotInlinable as exc:
+            raise self.unsupported(func, "call", f"'{base}.{name}' cannot be inlined: {exc}"
+                                   ) from None
+        if through_self:
+            self.methods.append(StaticMethod(name, method, self.loc(func)))
+        return helper
 
     def inline(self, node: ast.Call, helper: inlining.Helper) -> d.Expr:
         """``helper``'s body in place of the call ``node`` (``inlining``)."""

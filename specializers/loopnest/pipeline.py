@@ -35,7 +35,8 @@ from .frontend import KernelSource, guarded_loops, kernel_source, names_read_out
 from .ifconvert import if_convert
 from .lastvalues import needing_shadows, shadow_of, with_shadows
 from .counted import with_counted_loops
-from .lowering import RETURN_FLAG, RETURN_VALUE, WHILE_PREFIX, KernelContext, lower_nest
+from .lowering import (RETURN_FLAG, RETURN_VALUE, WHILE_PREFIX, KernelContext, StaticMethod,
+                       lower_nest)
 from .names import NestNames, nest_names
 from .pretty import statement as statement_text
 from .scalars import ScalarInfo, classify_scalars, exposed
@@ -62,6 +63,7 @@ class NestAnalysis:
     live: frozenset[str]       # names the kernel reads outside this nest
     guarded: bool = False      # inside a try or with: the kernel may go on after it raises;
                                # or an inlined call is out of order: errors rerun the original
+    methods: tuple = ()        # static methods inlined through self (``lowering.StaticMethod``)
 
     @functools.cached_property
     def live_loop_vars(self) -> tuple[str, ...]:
@@ -243,7 +245,8 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
         return RejectedNest(index, node, error)
     try:
         live = names_read_outside(ctx.fa.tree, node)
-        lowered = with_counted_loops(lower_nest(ctx, node, index), WHILE_PREFIX, live)
+        methods: list[StaticMethod] = []
+        lowered = with_counted_loops(lower_nest(ctx, node, index, methods), WHILE_PREFIX, live)
         shadowed = needing_shadows(lowered, live)
         nest = if_convert(with_shadows(lowered, shadowed))
         names = nest_names(nest)
@@ -257,7 +260,7 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
     required = tuple(s for s in names.scalars if _read_on_entry(nest, s))
     # an inlined call out of Python's order: its errors come from the original code, as in try
     return NestAnalysis(index, node, nest, names, access, scalars, required, ranks, live,
-                        guarded or nest.reordered)
+                        guarded or nest.reordered, tuple(methods))
 
 
 def array_ranks(access: AccessInfo) -> dict[str, int]:

@@ -66,8 +66,64 @@ class Roots(LoopKernel):
             y[i] = root(x[i])
 
 
+class WithStatic(LoopKernel):
+    """Static methods, called through self and through the class."""
+
+    @staticmethod
+    def match(b1, b2):
+        return b1 + b2 == PAIR
+
+    @staticmethod
+    def weight(x):
+        return math.sqrt(abs(x)) * 2.0
+
+    def kernel(self, seq, out):
+        n = seq.shape[0]
+        for i in range(n):
+            for j in range(n):
+                out[i, j] = self.weight(i - j) if self.match(seq[i], seq[j]) else \
+                    WithStatic.weight(0.25)
+
+
+class Overriding(WithStatic):
+    @staticmethod
+    def match(b1, b2):
+        return b1 == b2
+
+
+class PlainMethod(LoopKernel):
+    def twice(self, v):
+        return 2.0 * v
+
+    def kernel(self, x):
+        for i in range(x.shape[0]):
+            x[i] = self.twice(x[i])
+
+
 BACKENDS = ["python", "c", "openmp", pytest.param("opencl", marks=needs_opencl),
             "cuda-emulated"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_static_methods_are_inlined(backend):
+    seq = np.random.default_rng(2).integers(0, 4, size=30)
+    call = assert_same_as_python(WithStatic(backend=backend, strict=True), seq, np.zeros((30, 30)))
+    assert call.nests[0].backend == backend and call.nests[0].fallback is None
+
+
+def test_a_subclass_binding_the_static_method_otherwise_runs_as_python():
+    seq = np.random.default_rng(3).integers(0, 4, size=12)
+    with pytest.warns(match="'match' of Overriding is not the static method the nest inlined"):
+        call = assert_same_as_python(Overriding(backend="c"), seq, np.zeros((12, 12)))
+    assert call.nests[0].backend == "python"
+    with pytest.raises(SpecializationError, match="'match' of Overriding"):
+        Overriding(backend="c", strict=True).kernel(seq, np.zeros((12, 12)))
+    assert_same_as_python(WithStatic(backend="c", strict=True), seq, np.zeros((12, 12)))
+
+
+def test_a_method_that_is_not_static_is_not_inlined():
+    with pytest.raises(SpecializationError, match="self.twice"):
+        PlainMethod(backend="c", strict=True).kernel(np.ones(3))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
