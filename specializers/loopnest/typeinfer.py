@@ -344,7 +344,7 @@ def infer_types(analysis, signature) -> TypeInfo:
         types = final.get(name)
         if not types:
             raise UnsupportedArgument(f"the type of scalar '{name}' cannot be inferred")
-        variables[name] = _storage(name, types)
+        variables[name] = _storage(name, types, assigned[name])
         if assigned[name]:
             # Several types of one dtype (a Python float or a numpy.float64, as max(m, A[i])
             # leaves it): the value is the same; the NumPy scalar is returned.
@@ -380,13 +380,18 @@ def _check_bound(stmt: d.Assign, types: frozenset[Ty]) -> None:
                                       "Python raises TypeError")
 
 
-def _storage(name: str, types: frozenset[Ty]) -> Ty:
+def _storage(name: str, types: frozenset[Ty], assigned: frozenset[Ty] = frozenset()) -> Ty:
     """One storage type for the values a scalar may hold: their common dtype; a weak entry
-    value may be converted to the (only) strong dtype the nest gives it."""
+    value may be converted to the (only) strong dtype the nest gives it, and a Python int on
+    entry to a Python float where the nest assigns only floats (the accumulator ``s = 0``
+    before ``s = s + x * 0.5``: Python converts the int at the first addition; where the nest
+    assigns nothing, the kernel keeps its int)."""
     dtypes = {t.dtype for t in types}
     strong = {t.dtype for t in types if not t.weak}
     if len(dtypes) == 1:
         return Ty(dtypes.pop(), all(t.weak for t in types))
+    if types == {INT, FLOAT} and assigned == {FLOAT}:
+        return FLOAT
     if len(strong) == 1:
         target = Ty(strong.pop())
         if all(common_type(t, target) == target for t in types if t.weak):

@@ -6,6 +6,7 @@ import pytest
 
 from asp_core.errors import UnsupportedArgument
 from asp_core.signature import signature_of
+from specializers.loopnest import LoopKernel
 from specializers.loopnest.pipeline import analyse_kernel
 from specializers.loopnest.rewrite import NO_VALUE
 from specializers.loopnest.typeinfer import (BOOL, FLOAT, INT, Ty, binop_type, call_type,
@@ -142,3 +143,30 @@ def test_a_half_float_made_in_the_kernel_runs_as_python():
 
     with pytest.raises(SpecializationError, match="np.float16"):  # stated, not a KeyError
         Half(backend="c", strict=True).kernel(np.arange(4.0), 4)
+
+
+class _Accumulate(LoopKernel):
+    """The accumulator of real code: an int zero that becomes a float at the first addition,
+    per row and over a whole array; Python's result for zero iterations (the int) too."""
+
+    def kernel(self, x, out):
+        for r in range(x.shape[0]):
+            s = 0
+            for i in range(x.shape[1]):
+                s = s + x[r, i] * 0.5
+            out[r] = s
+        total = 0
+        for i in range(x.shape[1]):
+            total = total + x.shape[0] * 0.5
+        return total
+
+
+@pytest.mark.parametrize("backend", ["python-reversed", "c", "openmp"])
+@pytest.mark.parametrize("shape", [(4, 5), (4, 0), (0, 3)])
+def test_an_int_accumulator_that_becomes_a_float_compiles(backend, shape):
+    x = np.arange(float(shape[0] * shape[1])).reshape(shape)
+    kernel = _Accumulate(backend=backend, strict=True)
+    got = kernel.kernel(x, np.zeros(shape[0]))
+    want = _Accumulate().original_kernel(x, np.zeros(shape[0]))
+    assert got == want and type(got) is type(want)
+    assert all(nest.backend == backend for nest in kernel.last_call.nests if nest.ran)
