@@ -157,14 +157,6 @@ def _renumbered(loop: d.Loop) -> d.Loop:
 
     def visit(node: d.Loop) -> d.Loop:
         lid = next(counter)
-        return node.replace(lid=lid, body=tuple(stmt(s) for s in node.body))
-
-    def stmt(node: d.Stmt) -> d.Stmt:
-        if isinstance(node, d.Loop):
-            return visit(node)
-        if isinstance(node, d.If):
-            return node.replace(body=tuple(stmt(s) for s in node.body),
-                                orelse=tuple(stmt(s) for s in node.orelse))
-        return node
+        return node.replace(lid=lid, body=d.map_loops(node.body, visit))
 
     return visit(loop)

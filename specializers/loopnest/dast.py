@@ -177,6 +177,20 @@ def exits(loop: Loop) -> list[Assign]:
     return [s for s in loop.body if isinstance(s, Assign) and s.kind == "break"]
 
 
+def map_loops(stmts: tuple[Stmt, ...], change) -> tuple[Stmt, ...]:
+    """``stmts`` with each loop among them (those under an ``if`` too; not those inside a
+    loop, which ``change`` handles) replaced by ``change(loop)``."""
+    def one(stmt: Stmt) -> Stmt:
+        if isinstance(stmt, Loop):
+            return change(stmt)
+        if isinstance(stmt, If):
+            return stmt.replace(body=map_loops(stmt.body, change),
+                                orelse=map_loops(stmt.orelse, change))
+        return stmt
+
+    return tuple(one(s) for s in stmts)
+
+
 def loops(node: Node) -> list[Loop]:
     """The loops under ``node`` (itself included), in source order."""
     return [n for n in node.walk() if isinstance(n, Loop)]

@@ -57,20 +57,12 @@ def with_shadows(nest: d.Nest, variables: frozenset[str]) -> d.Nest:
         return nest
 
     def loop(node: d.Loop) -> d.Loop:
-        body = tuple(stmt_(s) for s in node.body)
+        body = d.map_loops(node.body, loop)
         if node.var in variables:
             keep = d.Assign(d.Var(shadow_of(node.var), loc=node.loc), d.Var(node.var, loc=node.loc),
                             sid=-1, loc=node.loc)
             body = (keep,) + body
         return node.replace(body=body)
-
-    def stmt_(node: d.Stmt) -> d.Stmt:
-        if isinstance(node, d.Loop):
-            return loop(node)
-        if isinstance(node, d.If):
-            return node.replace(body=tuple(stmt_(s) for s in node.body),
-                                orelse=tuple(stmt_(s) for s in node.orelse))
-        return node
 
     return nest.replace(loop=loop(nest.loop))
 

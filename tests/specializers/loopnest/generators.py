@@ -234,21 +234,27 @@ def typed_loop(draw, loop_vars: list[str], scalars: list[str], indent: str, dept
     return [header] + draw(typed_statements(loop_vars + [var], scalars, indent + "    ", depth))
 
 
+#: The start of a typed kernel (``typed_kernels``, and the exits' generator).
+TYPED_HEADER = (
+    "import math", "import numpy as np", "from specializers.loopnest import LoopKernel",
+    "", "", "class Kernel(LoopKernel):",
+    "    def kernel(self, A, B, C, F, idx, n, alpha):",
+    "        half = n // 2", "        s0 = 0.0", "        m0 = -1e300",
+    # temporaries made in one branch may be read in another: give them a value
+    "        " + " = ".join(f"t{k}" for k in range(1, 12)) + " = 0.0",
+    "        i = j = k = -1")
+#: Its end: last values read after the nests, loop variables and scalars (``lastvalues``,
+#: and the order of conditional writes across parallel loops: ``analysis.graph``).
+TYPED_RETURN = "        return s0, m0, i, j, k, t1, t2, t3"
+
+
 @st.composite
 def typed_kernels(draw) -> str:
-    lines = ["import math", "import numpy as np", "from specializers.loopnest import LoopKernel",
-             "", "", "class Kernel(LoopKernel):",
-             "    def kernel(self, A, B, C, F, idx, n, alpha):",
-             "        half = n // 2", "        s0 = 0.0", "        m0 = -1e300",
-             # temporaries made in one branch may be read in another: give them a value
-             "        " + " = ".join(f"t{k}" for k in range(1, 12)) + " = 0.0",
-             "        i = j = k = -1"]
+    lines = list(TYPED_HEADER)
     for _ in range(draw(st.integers(1, 2))):
         lines += draw(typed_loop([], ["s0"], "        ", 1))
         lines.append("        s0 = s0 * 0.5")
-    # last values read after the nests: loop variables and scalars (``lastvalues``, and the
-    # order of conditional writes across parallel loops: ``analysis.graph``)
-    lines.append("        return s0, m0, i, j, k, t1, t2, t3")
+    lines.append(TYPED_RETURN)
     return "\n".join(lines) + "\n"
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from asp_core.errors import SpecializationError
 from specializers.loopnest import LoopKernel
 
-from .generators import fvalue, index, typed_statements
+from .generators import TYPED_HEADER, TYPED_RETURN, fvalue, index, typed_statements
 from .helpers import assert_same_as_python, check_generated
 from .test_device import needs_opencl
 
@@ -286,16 +286,11 @@ def exit_loop(draw, loop_vars, indent, depth) -> list[str]:
 
 @st.composite
 def exit_kernels(draw) -> str:
-    lines = ["import math", "import numpy as np", "from specializers.loopnest import LoopKernel",
-             "", "", "class Kernel(LoopKernel):",
-             "    def kernel(self, A, B, C, F, idx, n, alpha):",
-             "        half = n // 2", "        s0 = 0.0", "        m0 = -1e300",
-             "        " + " = ".join(f"t{k}" for k in range(1, 12)) + " = 0.0",
-             "        i = j = k = -1"]
+    lines = list(TYPED_HEADER)
     for _ in range(draw(st.integers(1, 2))):
         lines += draw(exit_loop([], "        ", 1))
         lines.append("        s0 = s0 * 0.5")
-    lines.append("        return s0, m0, i, j, k, t1, t2, t3")   # (last values: ``lastvalues``)
+    lines.append(TYPED_RETURN)
     return "\n".join(lines) + "\n"
 
 

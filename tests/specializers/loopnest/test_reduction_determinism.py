@@ -19,21 +19,9 @@ from asp_core.config import Config
 from specializers.loopnest import LoopKernel
 
 from .helpers import identical
+from .test_device import needs_opencl
 
 
-def _opencl_missing() -> str | None:
-    try:
-        from asp_core.backends import opencl
-
-        opencl.device()
-    except Exception as exc:  # BackendUnavailable: no pyopencl, no platform, no device
-        return str(exc)
-    return None
-
-
-OPENCL_MISSING = _opencl_missing()
-needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None,
-                                  reason=f"no OpenCL here: {OPENCL_MISSING}")
 EXACT_BACKENDS = ["c", "openmp", pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
 THREADS = (1, 2, 3, 4)
 
