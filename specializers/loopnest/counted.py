@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 
 from asp_core.errors import UnsupportedConstruct
+from asp_core.visitors import NodeTransformer
 
 from . import dast as d
 from .affine import AffineBuilder
@@ -69,6 +70,12 @@ def with_counted_loops(nest: d.Nest, while_prefix: str, live: frozenset[str]) ->
             raise UnsupportedConstruct(
                 "unsupported loop bound: the analysis cannot express it, and the step is not a "
                 "non-zero integer constant", loop.loc, "loop bound")
+        assigned = next((s for s in loop.walk() if isinstance(s, d.Assign)
+                         and isinstance(s.target, d.Var) and s.target.name == loop.var), None)
+        if assigned is not None:   # (as for any loop variable: ``names``)
+            raise UnsupportedConstruct(
+                f"unsupported assignment to loop variable: '{loop.var}' is the variable of a "
+                "loop of this nest", assigned.loc, "assignment to loop variable")
         demoted.add(loop.var)   # (before the body: bounds inside that read it are counted too)
         k = next(counter)
         loc = loop.loc
@@ -85,7 +92,8 @@ def with_counted_loops(nest: d.Nest, while_prefix: str, live: frozenset[str]) ->
         if loop.var in live:   # its last value, as Python leaves it (only iterations that ran)
             last = d.Var(shadow_of(loop.var), loc=loc)   # handed back as v (``lastvalues``)
             counted += (d.Assign(last, value, sid=-1, loc=loc),)
-        body = _substituted(block(loop.body), loop.var, value)
+        substitute = _Substitute(loop.var, value)
+        body = tuple(substitute.visit(stmt) for stmt in block(loop.body))
         inner = d.Loop(count.name, d.Const(0), d.Const(d.WHILE_STOP), d.Const(1),
                        counted + body, loop.lid, predicate=loop.predicate, loc=loc)
         return (*evaluate, inner)
@@ -109,35 +117,14 @@ def with_counted_loops(nest: d.Nest, while_prefix: str, live: frozenset[str]) ->
     return nest.replace(loop=_renumbered(once))
 
 
-def _substituted(stmts: tuple[d.Stmt, ...], name: str, value: d.Var) -> tuple[d.Stmt, ...]:
-    """``stmts`` reading ``value`` where they read the variable ``name``."""
-    def expr(node: d.Expr) -> d.Expr:
-        if isinstance(node, d.Var):
-            return value if node.name == name else node
-        changes = {f: _map(v, expr) for f, v in node.fields()}
-        return node.replace(**changes) if changes else node
+class _Substitute(NodeTransformer):
+    """Reads of the variable ``name`` become reads of ``value`` (no statement assigns it)."""
 
-    def stmt(node: d.Stmt) -> d.Stmt:
-        if isinstance(node, d.Assign):
-            target = node.target if isinstance(node.target, d.Var) else expr(node.target)
-            return node.replace(target=target, value=expr(node.value))
-        if isinstance(node, d.If):
-            return node.replace(test=expr(node.test), body=tuple(stmt(s) for s in node.body),
-                                orelse=tuple(stmt(s) for s in node.orelse))
-        if isinstance(node, d.Loop):
-            return node.replace(start=expr(node.start), stop=expr(node.stop),
-                                step=expr(node.step), body=tuple(stmt(s) for s in node.body))
-        return node
+    def __init__(self, name: str, value: d.Var):
+        self.name, self.value = name, value
 
-    return tuple(stmt(s) for s in stmts)
-
-
-def _map(value, expr):
-    if isinstance(value, d.Expr):
-        return expr(value)
-    if isinstance(value, tuple):
-        return tuple(_map(v, expr) for v in value)
-    return value
+    def visit_Var(self, node: d.Var) -> d.Var:
+        return self.value if node.name == self.name else node
 
 
 def _constant(expr: d.Expr) -> int | None:

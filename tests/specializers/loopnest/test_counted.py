@@ -104,3 +104,19 @@ def test_a_bound_that_is_not_an_integer_is_pythons_type_error():
         NotAnInteger(backend="c", strict=True).kernel(np.array([0.5]), np.zeros(3))
     with pytest.warns(match="Python raises TypeError"), pytest.raises(TypeError):
         NotAnInteger(backend="c").kernel(np.array([0.5]), np.zeros(3))
+
+
+class AssignsItsVariable(LoopKernel):
+    def kernel(self, idx, a):
+        for i in range(idx[0], 5):
+            a[i] = 1.0
+            i = 0
+            a[i] += 1.0
+
+
+def test_a_counted_loop_whose_body_assigns_its_variable_runs_as_python():
+    """(Python's later reads see the assigned value: refused as for any loop variable.)"""
+    with pytest.raises(SpecializationError, match="assignment to loop variable"):
+        AssignsItsVariable(backend="c", strict=True).kernel(np.array([1]), np.zeros(6))
+    with pytest.warns(match="assignment to loop variable"):
+        assert_same_as_python(AssignsItsVariable(backend="c"), np.array([1]), np.zeros(6))
