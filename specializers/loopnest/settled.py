@@ -18,16 +18,18 @@ cannot see, such as a global, is caught by the time check below).
 
 A settled kernel is asked again (a call through the cost model, which may settle it again)
 after ``SETTLED_CALLS`` calls, or at once after a call that took more than ``SLOWER`` times its
-prediction; the calls it skipped count for the selectors' re-probing schedules, and the last
-one's time, shared out among the nests as predicted, corrects their original code's
-predictions. Running the original code is always exact, so settling can cost time, never
+prediction; the calls it skipped count for the selectors' re-probing schedules, and the
+median time of its calls, shared out among the nests as predicted, corrects their original
+code's predictions (the median, not the last call: a settlement that one slow call ended would
+otherwise report that outlier as the original code's time, and on a busy machine the model
+would learn to believe the original code slower than it is, and stop settling). Running the original code is always exact, so settling can cost time, never
 correctness: at most ``SETTLED_CALLS`` calls of a choice gone stale.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from numpy import ndarray
@@ -53,7 +55,7 @@ class Settled:
     shares: tuple = ()       # (runner, its original code's estimate, its share of the time)
     left: int = SETTLED_CALLS
     ran: int = 0
-    last_s: float = 0.0      # the last settled call's time
+    times: list = field(default_factory=list)   # the settled calls' times (seconds)
 
     @classmethod
     def of(cls, owner: Any, args: tuple, seconds: float, shares: tuple = ()) -> "Settled":
@@ -84,12 +86,18 @@ class Settled:
 
     def release(self, runners) -> None:
         """The settlement is over: its calls count for the selectors' re-probing, and the
-        last one's time, shared out as predicted, corrects the nests' original code."""
+        median of their times, shared out as predicted, corrects the nests' original code."""
         for runner in runners:
             runner.selector.skipped(self.ran)
-        if self.last_s > 0:
+        seconds = self.typical_s()
+        if seconds > 0:
             for runner, estimate, share in self.shares:
-                runner.selector.observe(estimate, self.last_s * share)
+                runner.selector.observe(estimate, seconds * share)
+
+    def typical_s(self) -> float:
+        """The median time of the settled calls (0.0: none ran)."""
+        times = sorted(self.times)
+        return times[len(times) // 2] if times else 0.0
 
     def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict) -> Any:
         """Run the original method; a call much slower than the settling one ends it."""
@@ -99,7 +107,8 @@ class Settled:
         try:
             return original(owner, *args, **kwargs)
         finally:
-            self.last_s = elapsed = time.perf_counter() - started
+            elapsed = time.perf_counter() - started
+            self.times.append(elapsed)
             if elapsed > SLOWER * self.seconds:
                 self.left = 0
 

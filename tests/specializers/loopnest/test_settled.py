@@ -2,6 +2,7 @@
 whole; what ends a settlement; who never settles. Every result is checked against the
 original code."""
 
+import collections
 import dataclasses
 
 import numpy as np
@@ -67,12 +68,27 @@ def call(kernel, n, times=1):
 def until_settled(kernel, n, limit=400):
     """Calls until one runs settled with calls of its settlement left (on a busy machine a
     preempted call ends a settlement: the next one asks the model, and settles again)."""
+    seen = collections.Counter()
     for _ in range(limit):
         (record,) = call(kernel, n)
         state = kernel._asp_current
         if record.settled and state.settled is not None and state.settled.left > 1:
             return record
-    raise AssertionError(f"not settled after {limit} calls")
+        seen[_why_not(state)] += 1
+    raise AssertionError(f"not settled after {limit} calls: {seen.most_common(6)}")
+
+
+def _why_not(state) -> str:
+    """What stood in the way of settling at the last call (for the failure message)."""
+    if state.ran_settled:
+        return f"a settled call ended its settlement ({state.settled})"
+    decision = state.runners[0].last_decision
+    if decision is None:
+        return "no decision"
+    if not decision.stable:
+        return f"unstable: {decision.reason}"
+    times = {label: f"{seconds * 1e6:.1f} us" for label, seconds in decision.corrected.items()}
+    return f"{decision.label} chosen, corrected {times}"
 
 
 def test_tiny_calls_settle_on_the_original_code(params):
@@ -117,6 +133,23 @@ def test_a_call_much_slower_than_predicted_ends_it_and_corrects_the_model(params
     (record,) = call(kernel, 4)
     assert not record.settled   # the next call goes through the model
     assert share == 1.0 and runner.selector.factor(estimate.label, estimate.size_class) != before
+
+
+def test_the_call_that_ends_a_settlement_is_not_taken_for_the_original_codes_time(params, monkeypatch):
+    # A settlement that one slow call (a preemption) ended reports its calls' median to the
+    # model, not that outlier: else a busy machine teaches the model that the original code is
+    # slower than it is, and the kernel stops settling.
+    params()
+    kernel = Add()
+    until_settled(kernel, 4)
+    state = kernel._asp_current
+    settlement = state.settled
+    runner, estimate, share = settlement.shares[0]
+    seen = []
+    monkeypatch.setattr(runner.selector, "observe", lambda e, s: seen.append((e, s)))
+    settlement.times[:] = [2e-6] * 9 + [5e-3]
+    state.unsettle(settlement)
+    assert seen == [(estimate, 2e-6 * share)]
 
 
 def test_the_attributes_are_guarded_too(params):
