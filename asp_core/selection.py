@@ -270,7 +270,6 @@ class Selector:
                                 "(pinned)", tuple(estimates), times, stable=True)
             self._memo = (estimates, self._epoch, decision)
             return decision
-        by_label = {e.label: e for e in estimates}
         ready = [e for e in estimates if e.build_s == 0]
         best = min(estimates, key=lambda e: times[e.label])
         if best.build_s == 0:

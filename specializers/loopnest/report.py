@@ -282,9 +282,7 @@ def _nest_text(analysis: NestAnalysis | RejectedNest, record: NestCall | None) -
         out.append(f"    {'  ' * (loop.depth - 1)}for {loop.var} in range({expression(src.start)}, "
                    f"{expression(src.stop)}, {expression(src.step)}){guard}")
     out.append("  statements:")
-    schedule = analysis.sequential
     for stmt in analysis.statements:
-        sch = schedule.statements[stmt.sid]
         where = f"line {stmt.loc.line}" if stmt.loc else ""
         kind = " (if-conversion predicate)" if stmt.kind == "predicate" else ""
         out.append(f"    S{stmt.sid} {where}: {analysis.text(stmt.sid)}{kind}")

@@ -34,7 +34,7 @@ from asp_core.errors import UnsupportedArgument
 
 from .. import dast as d
 from ..access import AccessInfo
-from ..affine import Affine, Poly
+from ..affine import Affine
 from ..names import NestNames
 from ..pretty import PythonExpression
 

@@ -367,7 +367,6 @@ class CEmitter:
                 "<" if step > 0 else ">")
 
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
-        var = c_identifier(loop.var)
         if loop.predicate:
             self.line(f"if ({c_identifier(loop.predicate)}) {{")
             self.depth += 1

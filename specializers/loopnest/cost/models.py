@@ -29,7 +29,6 @@ All times from ``cost.machine.MachineParams``.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
