@@ -245,7 +245,7 @@ class _Unreadable:
         self.name = func.__qualname__
 
     def run(self, owner: "LoopKernel", original, args: tuple, kwargs: dict) -> Any:
-        if owner._asp_strict:
+        if owner._asp_strict and not config_module.current().disable_jit:
             raise SpecializationError(f"{self.name}: {self.error.message}",
                                       self.error.location) from self.error
         warn_once(self.name, self.reason)

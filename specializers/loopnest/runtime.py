@@ -114,6 +114,9 @@ class NestRunner(Specializer):
     def enter(self, local_values: dict[str, Any]) -> Any:
         """Run the nest for the kernel frame whose locals are ``local_values``."""
         self.last_estimate = None
+        if self.config.disable_jit:  # before a rejected nest's fallback, which strict raises
+            self.last_call = CallRecord(PYTHON, "disabled by ASP_DISABLE_JIT")
+            return RUN_ORIGINAL
         if self._gather is None:
             error = self.analysis.error
             return self._fallback(str(error), (), {}, error)

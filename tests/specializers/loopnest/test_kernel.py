@@ -16,6 +16,7 @@ import pytest
 from asp_core.errors import SpecializationError
 from asp_core.specializer import FallbackWarning
 from specializers.loopnest import LoopKernel
+from specializers.loopnest.kernel import _COLD
 
 from .helpers import assert_same_as_python, identical, run_both
 
@@ -230,6 +231,20 @@ def test_environment_backend_and_disable(monkeypatch):
     assert k.last_call.nests[0].fallback == "disabled by ASP_DISABLE_JIT"
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_disable_jit_runs_even_an_unsupported_nest_as_python_without_a_word(monkeypatch, strict):
+    # ASP_DISABLE_JIT=1 runs every nest as the original code: a nest outside the subset is no
+    # error under strict, and warns nothing (the user asked for plain Python).
+    monkeypatch.setenv("ASP_DISABLE_JIT", "1")
+    _COLD.pop(Unsupported.kernel._asp_original_function, None)   # analysed at the first call
+    k = Unsupported(strict=strict)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, want = run_both(k, np.zeros(6), 6)
+    assert identical(got, want)
+    assert [n.fallback for n in k.last_call.nests] == ["disabled by ASP_DISABLE_JIT"] * 2
+
+
 def test_explain_does_not_touch_the_arguments():
     C = np.zeros((2, 2))
     report = Gemm(backend="python").explain(1.0, C, np.ones((2, 2)), np.ones((2, 2)))
@@ -297,6 +312,10 @@ def test_a_kernel_whose_source_is_unavailable_runs_as_python_with_the_reason(tmp
         "except SpecializationError as exc:\n"
         "    assert 'not available' in str(exc)\n"
         "assert 'not available' in str(K().explain(a, 10))\n"
+        "import os\n"
+        "os.environ['ASP_DISABLE_JIT'] = '1'   # plain Python asked for: strict has nothing to say\n"
+        "K(backend='c', strict=True).kernel(a, 10)\n"
+        "assert (a == 8.0).all(), a\n"
         "print('ok')\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=str(Path(__file__).resolve().parents[3]))
