@@ -297,11 +297,14 @@ class Selector:
                 return Decision(best.label, True, None,
                                 f"{best.label}: the time lost without it ({_s(lost)}) reached "
                                 f"its build time ({_s(best.build_s)})", tuple(estimates), times)
+        if best.label in self._building:
+            why = "is building in the background"
+        else:
+            why = (f"is not built: building it ({_s(best.build_s)}) pays off after "
+                   f"{_s(best.build_s - lost)} more lost")
         return Decision(best_ready.label, False, None,
                         f"{best_ready.label}; {best.label} would be faster "
-                        f"({_s(times[best.label])}) but is not built: building it "
-                        f"({_s(best.build_s)}) pays off after {_s(best.build_s - lost)} more "
-                        "lost", tuple(estimates), times)
+                        f"({_s(times[best.label])}) but {why}", tuple(estimates), times)
 
     def _probe(self, best: Estimate, ready: Sequence[Estimate], times: dict[str, float],
                estimates: Sequence[Estimate]) -> Decision:

@@ -158,3 +158,16 @@ def test_building_now_against_an_unmeasured_prediction_needs_twice_the_gain():
     assert s.choose(estimates).build_now
     # far enough ahead, even unmeasured
     assert Selector().choose((est("python", 0.5), est("c", 1e-3, build_s=0.2))).build_now
+
+
+def test_a_variant_building_in_the_background_is_said_to_be_building():
+    s = Selector()
+    estimates = (est("python", 0.02), est("c", 0.001, 0.03))
+    first = s.choose(estimates, can_wait=False)
+    assert "pays off after" in first.reason and first.build_later is None
+    second = s.choose(estimates, can_wait=False)   # 38 ms lost: past the build time
+    assert second.build_later == "c"
+    s.building("c", True)
+    third = s.choose(estimates, can_wait=False)
+    assert third.label == "python" and third.build_later is None
+    assert third.reason.endswith("but is building in the background"), third.reason
