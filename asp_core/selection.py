@@ -24,9 +24,8 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   paying the wake-up, the calls that chose it measure that, and the choice moves back.)
 * **Building.** A variant that is not built costs its build time first. The choice is made
   as a rent-or-buy (ski rental) problem: if building and running the best variant costs less
-  than running the best built one now (by half, where the built one was never measured at
-  that size: an unchecked prediction may be twice off, and this call measures it), it is
-  built now; otherwise the call runs the best built variant, and the time this loses against
+  than running the best built one now (by ``UNMEASURED_MARGIN``, where the built one was
+  never measured at that size), it is built now; otherwise the call runs the best built variant, and the time this loses against
   the best variant is added up; once the losses reach the build time, the best variant is
   built (in the background where the specializer can, so that no call waits for it). Against an oracle that knows every future call, this pays at
   most twice the optimal cost (the classic 2-competitive break-even rule): calls that stop
@@ -66,9 +65,13 @@ SETTLED, SAMPLE = 16, 4
 #: A correction moving by more than this (in log) lets the choice be made again.
 EPOCH_STEP = 0.25
 #: Building now to save the time of a built variant never measured at this size needs a
-#: prediction this many times better (a prediction not yet checked by any measurement is
-#: trusted within a factor of 2; see "Building").
-UNMEASURED_MARGIN = 2.0
+#: prediction this many times better (see "Building"). With predictions off by up to a
+#: factor e either way, building at a margin m costs at most e / m times the better choice,
+#: not building at most e * m: m = 1 minimizes the worse of the two. A little above 1 leans
+#: toward running the built variant, which measures its prediction for the next calls, and
+#: leaves the cores to what else runs (a factor of 2 here cost first calls up to 1.8 times
+#: the best: a third to half of the time of plain Python wasted where building paid).
+UNMEASURED_MARGIN = 1.25
 #: A call predicted under this that switches variants is not measured; a probe of such a
 #: variant runs twice in a row (see "Switching" above).
 WARMUP_S = 1e-3

@@ -147,17 +147,22 @@ def test_variants_of_a_millisecond_or_more_are_probed_one_call_at_a_time():
     assert {len(run) for run in runs if run} == {1}
 
 
-def test_building_now_against_an_unmeasured_prediction_needs_twice_the_gain():
-    estimates = (est("python", 0.3), est("c", 1e-3, build_s=0.2))
-    # 0.2 + 0.001 s against a prediction of 0.3 s never checked: run it, and measure it
+def test_building_now_against_an_unmeasured_prediction_needs_a_margin():
+    margin = selection.UNMEASURED_MARGIN
+    assert 1.0 <= margin <= 1.5
+    python_s = 0.9 * margin * 0.201
+    estimates = (est("python", python_s), est("c", 1e-3, build_s=0.2))
+    # 0.2 + 0.001 s against a prediction never checked, within the margin: run it, and
+    # measure it
     s = Selector()
     d = s.choose(estimates)
     assert d.label == "python" and not d.build_now
-    s.observe(d.estimate, 0.3)
+    s.observe(d.estimate, python_s)
     # measured now: building pays off within the call
     assert s.choose(estimates).build_now
-    # far enough ahead, even unmeasured
-    assert Selector().choose((est("python", 0.5), est("c", 1e-3, build_s=0.2))).build_now
+    # beyond the margin, even unmeasured
+    far = (est("python", 1.1 * margin * 0.201), est("c", 1e-3, build_s=0.2))
+    assert Selector().choose(far).build_now
 
 
 def test_a_variant_building_in_the_background_is_said_to_be_building():
