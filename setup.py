@@ -54,7 +54,7 @@ setup(
     extras_require={
         "cuda": ["pycuda>=2022.2"],
         "opencl": ["pyopencl>=2022.1"],
-        "test": ["pytest>=7", "hypothesis>=6.80", "setuptools>=64", "wheel"],
-        "bench": ["numba>=0.58"],
+        "test": ["pytest>=7", "hypothesis>=6.80", "setuptools>=64", "wheel", "matplotlib>=3.7"],
+        "bench": ["numba>=0.58", "matplotlib>=3.7"],
     },
 )

@@ -1,4 +1,4 @@
-"""The ``asp`` command line (also ``python -m asp_core``): calibrate, explain, cache.
+"""The ``asp`` command line (also ``python -m asp_core``): calibrate, explain, cache, bench, report.
 
 * ``asp calibrate [--quick] [--show]``: the loop-nest specializer's calibration, the same as
   ``python -m specializers.loopnest calibrate`` (whose functions it runs);
@@ -6,7 +6,14 @@
   on arguments made from ARGS (``kernel_arguments``) and print its ``explain()`` report;
 * ``asp cache info|clear|prune``: the disk cache of ``asp_core.cache`` (its size cap:
   ``asp_core.cache_cap``): where it is, its size by kind of entry and by last use, emptying it,
-  pruning it to a size.
+  pruning it to a size;
+* ``asp bench [--quick] [--out DIR] [--only NAMES] [--sizes N,...]``: the twelve examples over a
+  sweep of sizes, our variants beside NumPy and Numba (``benchmarks.suite``), into
+  ``DIR/bench.json``;
+* ``asp report DIR``: its summary, Markdown report and plots (``benchmarks.report``).
+
+``bench`` and ``report`` run the repository's ``benchmarks/`` and ``examples/``, which are not
+installed: they need a clone (an editable install, or ``python -m asp_core`` in the clone).
 
 Built on click: ``--help`` on every command, options checked before anything runs. User errors
 (a missing file, a bad argument, an unusable cache: ``AspError``) print one line and exit with
@@ -311,6 +318,106 @@ def _inputs_function(module, name: str | None, file: str):
     if name is not None and not callable(func):
         raise click.BadParameter(f"{file} has no function {name}", param_hint="--inputs")
     return func if callable(func) else None
+
+
+# -- bench and report -----------------------------------------------------------------------------
+
+def _from_clone(name: str, command: str):
+    """Import ``benchmarks.NAME`` from the clone this package lies in (or the current folder);
+    one line, not a traceback, where there is none."""
+    for root in (Path(__file__).resolve().parents[1], Path.cwd()):
+        if (root / "benchmarks" / f"{name}.py").is_file() and (root / "examples").is_dir():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            module = importlib.import_module(f"benchmarks.{name}")
+            if Path(module.__file__).resolve().parents[1] == root:
+                return module
+    raise click.ClickException(f"asp {command} needs a clone of the asp-sejits repository (its "
+                               "benchmarks/ and examples/ folders are not installed): install "
+                               "it with pip install -e . from a clone, or run it in the clone")
+
+
+def _names(values: Sequence[str]) -> list[str]:
+    """Values of a repeatable option, each also a comma-separated list."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+@cli.command()
+@click.option("--quick", is_flag=True,
+              help="Three sizes per example, two rounds, fewer first calls: under three "
+                   "minutes on a 2-core machine.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default="asp-bench",
+              show_default=True, metavar="DIR",
+              help="The folder of the result, DIR/bench.json (one there is replaced, and the "
+                   "files of its report removed).")
+@click.option("--only", multiple=True, metavar="NAMES",
+              help="Examples to run, comma-separated or repeated (default: all twelve).")
+@click.option("--sizes", multiple=True, metavar="N,...",
+              help="The sizes n of every example run, comma-separated or repeated (default: "
+                   "each example's own sweep).")
+@click.option("--no-calibration", is_flag=True,
+              help="Do not calibrate a machine that has no calibration (the cost model then "
+                   "runs on its defaults).")
+def bench(quick: bool, out: Path, only: tuple[str, ...], sizes: tuple[str, ...],
+          no_calibration: bool) -> None:
+    """Time the examples: our variants, NumPy, Numba and the cost model's choice.
+
+    For each of the twelve examples (examples/) over a sweep of sizes: warm calls of CPython
+    (the original code, at the sizes where it takes under a cap), serial C, OpenMP at each
+    thread count, OpenCL where a device answers, the example's NumPy formulation, Numba @njit
+    and @njit(parallel=True) with prange (the bench extra; skipped with a note without it),
+    and the default kernel, whose variant the cost model picks. Then first calls in new
+    processes with an empty cache, split into analysis, compile and run. A progress bar shows
+    on a terminal; one line per point is printed.
+
+    Writes DIR/bench.json (its format: benchmarks/suite.py); asp report DIR makes the
+    summary and the plots. Needs a clone of the repository.
+    """
+    suite = _from_clone("suite", "bench")
+    names = _names(only)
+    unknown = [name for name in names if name not in suite.example_names()]
+    if unknown:
+        raise click.BadParameter(f"no example {', '.join(unknown)}; the examples: "
+                                 f"{', '.join(suite.example_names())}", param_hint="--only")
+    try:
+        numbers = [int(text) for text in _names(sizes)]
+    except ValueError:
+        raise click.BadParameter("give whole numbers, e.g. 64,128", param_hint="--sizes") \
+            from None
+    if any(n < 1 for n in numbers):
+        raise click.BadParameter("sizes are at least 1", param_hint="--sizes")
+    argv = ["bench", *(["--quick"] if quick else []), "--out", str(out),
+            *(["--only", ",".join(names)] if names else []),
+            *(["--sizes", ",".join(map(str, numbers))] if numbers else []),
+            *(["--no-calibration"] if no_calibration else [])]
+    started = time.perf_counter()
+    path = suite.run(quick=quick, only=names, sizes=sorted(set(numbers)), out=out,
+                     calibrate=not no_calibration, argv=argv)
+    click.echo(f"written: {path} ({time.perf_counter() - started:.0f} s); next: asp report "
+               f"{out}")
+
+
+@cli.command()
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+def report(folder: Path) -> None:
+    """Summarize a bench result: JSON, Markdown and PNG plots.
+
+    Reads DIR/bench.json (written by asp bench) and writes beside it summary.json (speedups
+    over CPython, NumPy and Numba, the chosen variant, the misprediction penalty), report.md
+    (the same in tables, and the first calls split into analysis, compile and run), and the
+    plots: times.png (time against size per variant, the model's choice marked),
+    penalty.png (the penalty per example and size) and first-call.png. Needs matplotlib
+    (the bench extra) and a clone of the repository.
+    """
+    module = _from_clone("report", "report")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise click.ClickException("asp report draws its plots with matplotlib, which is not "
+                                   "installed: pip install -e .[bench]")
+    try:
+        written = module.write(folder)
+    except module.ReportError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo("written: " + ", ".join(str(path) for path in written))
 
 
 # -- cache ----------------------------------------------------------------------------------------

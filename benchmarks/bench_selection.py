@@ -264,6 +264,16 @@ class Point:
     def oracle(self) -> str:
         return min(self.times, key=self.times.get)
 
+    def slot(self, name: str) -> dict[str, float]:
+        """Where contender ``name``'s best time goes: ``chosen_s`` for the default kernels,
+        ``times`` (the forced variants, among which the oracle is) for the others. A
+        subclass may keep other contenders apart (``benchmarks.suite``'s peers)."""
+        return self.chosen_s if name in (DEFAULT, RULE) else self.times
+
+    def ours(self, name: str) -> bool:
+        """Whether ``name`` is a forced variant: one the oracle and the pruning compare."""
+        return self.slot(name) is self.times
+
     def penalty(self, who: str) -> float:
         return self.chosen_s[who] / self.times[self.oracle]
 
@@ -279,20 +289,22 @@ class Settings:
     quick: bool
 
 
-def _python_skip(case: Case, n: int, previous: Point | None, cap: float) -> str | None:
-    """Why plain Python is not timed at ``n`` (None: it is), extrapolated from the size
-    before (work grows as n**order)."""
+def over_cap(case: Case, n: int, previous: Point | None, cap: float,
+             name: str = "python") -> str | None:
+    """Why contender ``name`` (plain Python) is not timed at ``n`` (None: it is), its time
+    extrapolated from the size before (work grows as n**order)."""
     if previous is None:
         return None
-    if "python" not in previous.times:
-        return previous.skipped.get("python")
-    estimate = previous.times["python"] * (n / previous.n) ** case.order
+    times = previous.slot(name)
+    if name not in times:
+        return previous.skipped.get(name)
+    estimate = times[name] * (n / previous.n) ** case.order
     return f"over the cap (about {estimate:.3g} s)" if estimate > cap else None
 
 
 def _variants(point: Point, case: Case, previous: Point | None, settings: Settings) -> list[str]:
     variants = forced_variants()
-    skip = _python_skip(case, point.n, previous, settings.python_cap)
+    skip = over_cap(case, point.n, previous, settings.python_cap)
     if skip:
         point.skipped["python"] = skip
         variants.remove("python")
@@ -326,7 +338,7 @@ def _timed_rounds(point: Point, call: Callable[[str, float | None], dict],
         shift = done % len(active)
         for name in active[shift:] + active[:shift]:
             forced = [min(r["s"] for r in got) for other, got in results.items()
-                      if got and other not in (DEFAULT, RULE)]
+                      if got and point.ours(other)]
             if name not in (DEFAULT, RULE) or not forced:
                 results[name].append(call(name, None))
                 continue
@@ -340,7 +352,7 @@ def _timed_rounds(point: Point, call: Callable[[str, float | None], dict],
             total = _round_count(time.perf_counter() - t0, settings)
         done += 1
         best = {name: min(r["s"] for r in got) for name, got in results.items()}
-        fastest = min(t for name, t in best.items() if name not in (DEFAULT, RULE))
+        fastest = min(t for name, t in best.items() if point.ours(name))
         active = [name for name in active if name not in point.timed_out and
                   (best[name] <= PRUNE * fastest or
                    name in (DEFAULT, RULE) and best[name] <= settings.python_cap)]
@@ -350,7 +362,7 @@ def _timed_rounds(point: Point, call: Callable[[str, float | None], dict],
 def _record(point: Point, results: dict[str, list[dict]]) -> None:
     for name, got in results.items():
         best = min(r["s"] for r in got)
-        (point.chosen_s if name in (DEFAULT, RULE) else point.times)[name] = best
+        point.slot(name)[name] = best
         point.medians[name] = float(np.median([r.get("median_s", r["s"]) for r in got]))
         point.rounds[name] = len(got)
         point.calls[name] = sum(r.get("calls", 1) for r in got)
@@ -364,19 +376,26 @@ def _record(point: Point, results: dict[str, list[dict]]) -> None:
 
 
 def measure_warm(case: Case, n: int, workers: Workers, previous: Point | None,
-                 settings: Settings) -> Point:
-    """Warm calls of every contender at one size (workers: "forced", DEFAULT, RULE)."""
-    point = Point(case.name, n)
+                 settings: Settings, *, peers: Sequence[str] = (),
+                 chosen: Sequence[str] = (DEFAULT, RULE), point: Point | None = None) -> Point:
+    """Warm calls of every contender at one size (workers: "forced", and RULE where
+    ``chosen`` has it). ``peers``: other contenders timed beside the forced variants, in
+    their worker (``point``, a ``Point`` subclass, keeps them apart: ``Point.slot``)."""
+    point = point or Point(case.name, n)
     variants = _variants(point, case, previous, settings)
     # The model's kernel lives beside the forced variants: warm calls are calls once every
     # variant is compiled (a kernel's instances share them), as a program calling the kernel
     # over and over would have them; the compile itself is the first-call mode's business.
-    workers["forced"].ask("load", example=case.name, n=n, contenders=variants + [DEFAULT])
+    workers["forced"].ask("load", example=case.name, n=n,
+                          contenders=variants + list(peers) + [DEFAULT])
     first = [workers["forced"].ask("call", name=name)["s"] for name in variants
              if name != "python"]  # compile (or load) outside the timed calls
+    for name in peers:  # (Numba compiles on its first call)
+        workers["forced"].ask("call", name=name)
     limit = call_limit(min(first), settings)
-    workers[RULE].ask("load", example=case.name, n=n, contenders=[RULE])
-    for who in (DEFAULT, RULE):
+    if RULE in chosen:
+        workers[RULE].ask("load", example=case.name, n=n, contenders=[RULE])
+    for who in chosen:
         try:
             point.warm_calls[who] = warm_up(workers[WORKER.get(who, who)], who, limit)
         except CallTimeout:
@@ -388,7 +407,7 @@ def measure_warm(case: Case, n: int, workers: Workers, previous: Point | None,
         worker = workers[RULE if name == RULE else "forced"]
         return worker.ask("burst", limit, name=name, seconds=settings.burst)
 
-    _timed_rounds(point, call, variants + [DEFAULT, RULE], settings)
+    _timed_rounds(point, call, variants + list(peers) + list(chosen), settings)
     return point
 
 
@@ -421,24 +440,34 @@ def measure_first_call(case: Case, n: int, template: Path, previous: Point | Non
     variants = _variants(point, case, previous, settings)
 
     def call(name: str, limit: float | None) -> dict:
-        with tempfile.TemporaryDirectory(prefix="asp-first-") as tmp:
-            cache = Path(tmp) / "cache"
-            shutil.copytree(template, cache)
-            env = dict(child_env(name == RULE), ASP_CACHE_DIR=str(cache))
-            try:
-                done = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.selection_worker", "--first", case.name,
-                     str(n), name], cwd=ROOT, env=env, capture_output=True, text=True,
-                    timeout=limit and limit + COMPILE_ALLOWANCE_S + START_ALLOWANCE_S)
-            except subprocess.TimeoutExpired as exc:
-                raise CallTimeout(f"the first call of {name} on {case.name} n={n}") from exc
-        if done.returncode:
-            raise WorkerError(f"the first call of {name} on {case.name} n={n} failed:\n"
-                              f"{done.stderr[-4000:]}")
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return first_call_process(case.name, n, name, template, limit)
 
     _timed_rounds(point, call, variants + [DEFAULT, RULE], settings, settings.first_rounds)
     return point
+
+
+def first_call_process(example: str, n: int, name: str, template: Path, limit: float | None,
+                       worker: Sequence[str] = ("benchmarks.selection_worker", "--first")
+                       ) -> dict:
+    """Run ``python -m WORKER... EXAMPLE N NAME`` in a new process, with a copy of the empty
+    cache ``template``, and return the JSON its last line prints (``CallTimeout`` past
+    ``limit`` plus the allowances for compiling and starting; ``WorkerError`` if it fails)."""
+    module, *options = worker
+    with tempfile.TemporaryDirectory(prefix="asp-first-") as tmp:
+        cache = Path(tmp) / "cache"
+        shutil.copytree(template, cache)
+        env = dict(child_env(name == RULE), ASP_CACHE_DIR=str(cache))
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", module, *options, example, str(n), name], cwd=ROOT,
+                env=env, capture_output=True, text=True,
+                timeout=limit and limit + COMPILE_ALLOWANCE_S + START_ALLOWANCE_S)
+        except subprocess.TimeoutExpired as exc:
+            raise CallTimeout(f"the first call of {name} on {example} n={n}") from exc
+    if done.returncode:
+        raise WorkerError(f"the first call of {name} on {example} n={n} failed:\n"
+                          f"{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def empty_cache_template(folder: Path) -> tuple[Path, str]:

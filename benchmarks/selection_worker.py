@@ -9,7 +9,8 @@ Commands (one JSON object per line, ``op`` naming it):
 * ``load`` ``{example, n, contenders}``: make the inputs and the kernels (the previous size's
   go first); a contender is ``python`` (the original code, ``Cls().original_kernel``), ``c``,
   ``openmp@K``, ``opencl`` (forced, strict), ``acm`` or ``rule`` (``Cls()``: the default choice, which is
-  the fixed rule in a worker started with ``ASP_SELECTION=fixed``);
+  the fixed rule in a worker started with ``ASP_SELECTION=fixed``), or a peer of
+  ``benchmarks.peers`` (``numpy``, ``numba``, ``numba-parallel``: ``asp bench`` times them);
 * ``burst`` ``{name, seconds}``: call back to back for ``seconds`` (once at least): the best
   and median time, the choices made;
 * ``call`` ``{name}``: one call: its time and the choice made.
@@ -35,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from . import peers
 
 DEFAULT, RULE = "acm", "rule"
 
@@ -133,6 +136,8 @@ def _make_kernel(cls, contender: str) -> tuple[Any, Callable]:
     """The kernel instance (None for plain Python) and the function a call runs."""
     if contender == "python":
         return None, cls().original_kernel
+    if contender in peers.PEERS:
+        return None, peers.make(contender, cls)
     if contender == "c":
         kernel = cls(backend="c", strict=True)
     elif contender == "opencl":

@@ -1,6 +1,8 @@
 """cli: the ``asp`` command line. Help on every command; ``cache info|clear|prune`` on a cache
 of the test's own; ``explain`` on a small kernel file; ``calibrate`` as
-``python -m specializers.loopnest calibrate``; user errors as one line, never a traceback."""
+``python -m specializers.loopnest calibrate``; ``bench`` and ``report``'s user errors and the
+line they say outside a clone (their run: tests/benchmarks/test_suite.py); user errors as one
+line, never a traceback."""
 
 import dataclasses
 import os
@@ -17,7 +19,7 @@ from asp_core import cache, cli
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = (["calibrate"], ["explain"], ["cache"], ["cache", "info"], ["cache", "clear"],
-            ["cache", "prune"])
+            ["cache", "prune"], ["bench"], ["report"])
 
 KERNELS = '''
 import numpy as np
@@ -88,7 +90,7 @@ def test_every_command_has_help(command):
 
 def test_top_level_help_names_the_commands():
     text = _asp("--help")
-    for command in ("calibrate", "explain", "cache"):
+    for command in ("calibrate", "explain", "cache", "bench", "report"):
         assert f"  {command} " in text
     assert "Usage: asp [OPTIONS] COMMAND" in text and cli.VERSION in _asp("--version")
 
@@ -334,3 +336,27 @@ def test_calibrate_measures_and_stores(no_calibration, monkeypatch):
     text = _asp("calibrate", "--quick")
     assert calls == [True] and "42.0 ns" in text and "stored:" in text
     assert "fake calibration" in _asp("calibrate", "--show")
+
+
+# -- bench and report (their run: tests/benchmarks/test_suite.py) --------------------------------
+
+@pytest.mark.parametrize("args, code, message", [
+    (["bench", "--only", "vadd,nosuch"], 2, "no example nosuch; the examples: vadd, saxpy"),
+    (["bench", "--sizes", "16,big"], 2, "give whole numbers"),
+    (["bench", "--sizes", "0"], 2, "sizes are at least 1"),
+    (["report", "{tmp}/none"], 1, "no bench result in {tmp}/none: bench.json is missing"),
+    (["report", "{tmp}"], 1, "{tmp}/bench.json is not an asp bench result"),
+], ids=["unknown example", "bad size", "zero size", "no result", "not a result"])
+def test_bench_and_report_user_errors_are_one_line(tmp_path, args, code, message):
+    (tmp_path / "bench.json").write_text('{"format": "something else"}')
+    text = _asp(*(a.format(tmp=tmp_path) for a in args), code=code)
+    assert message.format(tmp=tmp_path) in " ".join(text.split())
+
+
+def test_bench_outside_a_clone_says_so_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "__file__", str(tmp_path / "site-packages" / "asp_core" / "cli.py"))
+    monkeypatch.chdir(tmp_path)
+    for command in (["bench", "--quick"], ["report", str(tmp_path)]):
+        text = _asp(*command, code=1)
+        assert text.startswith(f"Error: asp {command[0]} needs a clone of the asp-sejits "
+                               "repository") and len(text.strip().splitlines()) == 1
