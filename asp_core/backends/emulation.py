@@ -6,10 +6,20 @@ The same CUDA source is compiled as C++ with a small prelude that defines ``thre
 from the template ``asp_core/cuda_emulation.cpp.mako``). Kernel
 index arithmetic and bounds guards therefore run for real, on NumPy arrays in host memory.
 
-``set_order_seed(seed)`` makes the launches visit blocks, and the threads of each block, in a
-pseudo-random order drawn from the seed, so that a kernel correct only in the sequential order
-shows it. Limits (checked): kernels that synchronize threads (``__syncthreads``) or use ``__shared__``
-memory cannot be emulated one thread at a time and are refused; templates are not supported.
+Blocks run one after another, so ``__shared__`` memory is one ``static`` variable per
+declaration. A kernel that synchronizes (``__syncthreads``, in its body or in a function it
+calls: ``synchronizing_kernels``) runs the threads of each block as fibers (``ucontext``),
+on one OS thread: each runs until it reaches a barrier or ends; once all have, those waiting
+go on. A barrier that not every thread of the block reaches (one thread ended, or threads wait
+at different barriers) raises ``BarrierDivergence`` instead of hanging, as a GPU would.
+
+``set_order_seed(seed)`` makes the launches visit blocks, and the threads of each block (and,
+between barriers, the threads going on), in a pseudo-random order drawn from the seed, so that
+a kernel correct only in the sequential order shows it: a dependence wrongly run in parallel,
+a missing barrier (a thread reading what another has not written yet). Limits (checked):
+templates and dynamic shared memory (``extern __shared__``) are not supported. Races between
+threads that the hardware would interleave within one instruction stream (two threads
+updating one word without an atomic) are not shown: a thread runs alone until it waits.
 
     module = emulate_cuda_module(source)
     module.get_function("saxpy")(n, a, x, y, grid=(4, 1, 1), block=(256, 1, 1))
@@ -23,14 +33,30 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import UnsupportedConstruct
+from ..errors import AspError, UnsupportedConstruct
 from ..templates import render
 from .c import CModule, array_pointer, build_shared_library, find_c_compiler, load_library
 
-_KERNEL = re.compile(r"__global__\s+void\s+(?P<name>\w+)\s*\((?P<params>[^)]*)\)", re.S)
-_REFUSED = {"__syncthreads": "thread synchronization (__syncthreads)",
-            "__shared__": "shared memory (__shared__)",
-            "template": "templates"}
+_KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+                     r"(?P<name>\w+)\s*\((?P<params>[^)]*)\)", re.S)
+_REFUSED = {"extern __shared__": (r"\bextern\s+__shared__\b", "dynamic shared memory"),
+            "template": (r"\btemplate\b", "templates")}   # construct: (pattern, what)
+_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'
+                                 r"'(?:\\.|[^'\\\n])*'", re.S)
+_DEFINITION = re.compile(r"(\w+)\s*\([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*\)[\w\s()]*$")
+
+#: What a launch's return code means (``templates/asp_core/cuda_emulation.cpp.mako``).
+_FAILURES = {
+    1: "a barrier (__syncthreads) not reached by every thread of a block: some threads "
+       "ended, or waited at another barrier (on a GPU: a hang or undefined behaviour)",
+    2: "no memory for the stacks of a block's threads",
+    3: "__syncthreads in a kernel the emulation took for one that does not synchronize",
+}
+
+
+class BarrierDivergence(AspError):
+    """An emulated launch stopped: its threads did not all reach the same barriers (or the
+    emulation could not run them); the message says which."""
 
 
 @dataclass(frozen=True)
@@ -59,22 +85,59 @@ def parse_kernels(source: str) -> dict[str, tuple[KernelParam, ...]]:
     return kernels
 
 
+def synchronizing_kernels(source: str, kernels) -> set[str]:
+    """The kernels (of the names ``kernels``) that may reach ``__syncthreads``: those whose
+    body holds it or calls a function that may (a function: an identifier, its parameters and
+    a body in braces at the top level of the source). Where it appears outside any such body
+    (a macro), every kernel may."""
+    text = _COMMENT_OR_LITERAL.sub(" ", source)
+    bodies: dict[str, str] = {}
+    outside, depth, start, head = [], 0, 0, 0
+    for match in re.finditer(r"[{}]", text):
+        if match[0] == "{":
+            if depth == 0:
+                outside.append(text[head:match.start()])
+                start = match.start()
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                definition = _DEFINITION.search(outside[-1])
+                if definition is not None:
+                    bodies[definition[1]] = bodies.get(definition[1], "") + \
+                        text[start:match.end()]
+                else:
+                    outside.append(text[start:match.end()])
+                head = match.end()
+    outside.append(text[head:])
+    if any(re.search(r"\b__syncthreads\b", part) for part in outside):
+        return set(kernels)
+    found = {name for name, body in bodies.items() if re.search(r"\b__syncthreads\b", body)}
+    while True:
+        more = {name for name, body in bodies.items() if name not in found and
+                any(re.search(rf"\b{callee}\s*\(", body) for callee in found)}
+        if not more:
+            return found & set(kernels)
+        found |= more
+
+
 def emulation_source(source: str) -> tuple[str, str]:
     """(C++ source, cffi cdef) of the emulation of a CUDA module."""
-    for word, what in _REFUSED.items():
-        if re.search(rf"\b{word}\b", source):
-            raise UnsupportedConstruct(f"host emulation cannot run kernels that use {what}",
-                                       construct=word)
+    for construct, (pattern, what) in _REFUSED.items():
+        if re.search(pattern, source):
+            raise UnsupportedConstruct(f"host emulation cannot run kernels that use {what} "
+                                       f"({construct})", construct=construct)
     kernels = parse_kernels(source)
     if not kernels:
         raise UnsupportedConstruct("no __global__ function in the CUDA source",
                                    construct="kernel")
     text = render("asp_core/cuda_emulation.cpp.mako", source=source,
-                  kernels=[(n, [(p.ctype, p.name) for p in ps]) for n, ps in kernels.items()])
+                  kernels=[(n, [(p.ctype, p.name) for p in ps]) for n, ps in kernels.items()],
+                  synchronizing=sorted(synchronizing_kernels(source, kernels)))
     cdefs = []
     for name, params in kernels.items():
         decl = "".join(f", {'void *' if p.is_pointer else p.ctype} {p.name}" for p in params)
-        cdefs.append(f"void asp_launch_{name}(unsigned int gx, unsigned int gy, unsigned int gz, "
+        cdefs.append(f"int asp_launch_{name}(unsigned int gx, unsigned int gy, unsigned int gz, "
                      f"unsigned int bx, unsigned int by, unsigned int bz{decl});")
     cdefs.append("void asp_set_order_seed(unsigned long long seed);")
     return text, "\n".join(cdefs)
@@ -105,7 +168,10 @@ class EmulatedKernel:
                 converted.append(array_pointer(ffi, arg))
             else:
                 converted.append(arg.item() if isinstance(arg, np.generic) else arg)
-        self._launch(*grid3, *block3, *converted)
+        code = self._launch(*grid3, *block3, *converted)
+        if code:
+            raise BarrierDivergence(f"emulated launch of {self.name} (grid {grid3}, block "
+                                    f"{block3}) stopped: {_FAILURES.get(code, code)}")
 
 
 @dataclass(eq=False)
@@ -116,8 +182,9 @@ class EmulatedModule:
     kernels: dict[str, tuple[KernelParam, ...]]
 
     def set_order_seed(self, seed: int) -> None:
-        """Visit blocks and threads in a pseudo-random order drawn from ``seed`` (0: in
-        order, the default), as a GPU may run them in any order."""
+        """Visit blocks and threads (and, after each barrier, the threads going on) in a
+        pseudo-random order drawn from ``seed`` (0: in order, the default), as a GPU may run
+        them in any order."""
         self.module.function("asp_set_order_seed")(seed)
 
     def get_function(self, name: str) -> EmulatedKernel:

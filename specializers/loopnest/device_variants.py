@@ -7,10 +7,11 @@ One call:
    as bytes);
 2. the module's kernels are launched in schedule order, all on one queue, nothing waited for
    in between: a grid kernel over its mapped loops' trip counts, taken from the call's binding
-   (``launch_grid``); a one-work-item kernel on one; a reduction over
-   ``min(REDUCTION_LANES, iterations)`` lanes, then its combining kernel; the kernels of a host
-   loop once per iteration of it, in order, with its variable (and their grids at it): for
-   OpenCL by a loop in compiled code (``opencl.host_loop``), with no Python between launches;
+   (``launch_grid``); a one-work-item kernel on one; a reduction over ``reduction_groups``
+   work-groups of ``GROUP_SIZE`` lanes (a function of the trip count alone), then its
+   combining kernel on one work item; the kernels of a host loop once per iteration of it, in
+   order, with its variable (and their grids at it): for OpenCL by a loop in compiled code
+   (``opencl.host_loop``), with no Python between launches;
 3. the error word, the result record and the arrays the nest writes are read back, all at
    once (one wait on OpenCL: a blocking read each cost a call 65 us on PoCL here): if a
    thread failed, nothing is copied into the caller's arrays, so they hold what they held
@@ -22,8 +23,15 @@ One call:
 
 The emulation runs the CUDA source compiled for the host (``asp_core.backends.emulation``) on
 host copies of the arrays, with blocks and threads visited one at a time in a seeded random
-order (``ASP_SHUFFLE_SEED``); it tests the device code path (grid mapping, guards, the index
-arithmetic of every thread, independence of the parallel iterations) without a GPU.
+order (``ASP_SHUFFLE_SEED``; a block whose kernel synchronizes runs its threads as fibers that
+meet at each barrier, in a new random order after each); it tests the device code path (grid
+mapping, guards, the index arithmetic of every thread, independence of the parallel
+iterations, the barriers of a reduction's tree) without a GPU.
+
+An OpenCL device (or a reduction kernel built for it) that cannot run work-groups of
+``GROUP_SIZE`` work items, or lacks the local memory of its tree, is refused
+(``BackendUnavailable``: another variant runs, the reason said): a smaller work-group would
+reduce in another tree, and so give other bits, than every other device.
 """
 
 from __future__ import annotations
@@ -34,16 +42,25 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .codegen.device import NUMPY_OF_CTYPE, DeviceModule, host_loop_range, launch_grid
+from .codegen.device import (GROUP_SIZE, NUMPY_OF_CTYPE, DeviceModule, host_loop_range,
+                              launch_grid)
 from .rewrite import RUN_ORIGINAL
 from .variants import BEYOND_INT64_MESSAGE, BeyondInt64, NestResults
 
 #: Threads per block of the CUDA launches (x only; the other axes one thread deep).
 CUDA_BLOCK = 128
-#: Lanes of a reduction: each reduces every lanes-th iteration of the band; one work item then
-#: combines their results in order (``codegen.device``). A function of the trip count alone,
-#: so that the result does not depend on the device.
-REDUCTION_LANES = 4096
+#: The most lanes of a reduction (``REDUCTION_GROUPS`` work-groups of ``GROUP_SIZE``): each
+#: reduces every lanes-th iteration of the band, each work-group combines its lanes' results in
+#: a tree, one work item then the work-groups' results in order (``codegen.device``).
+REDUCTION_GROUPS = 32
+REDUCTION_LANES = REDUCTION_GROUPS * GROUP_SIZE
+
+
+def reduction_groups(total: int) -> int:
+    """Work-groups of a reduction over ``total`` iterations: one lane per iteration up to
+    ``REDUCTION_LANES`` lanes, in whole work-groups. A function of the trip count alone, so
+    that the result does not depend on the device."""
+    return min(REDUCTION_GROUPS, -(-total // GROUP_SIZE))
 
 
 class _Target:
@@ -59,7 +76,10 @@ class _Target:
         """``download`` of each (buffer, like) pair (a target may wait for them at once)."""
         return [self.download(buffer, like) for buffer, like in pairs]
 
-    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0
+               ) -> None:
+        """Launch kernel ``name`` over ``sizes`` work items, in work-groups of ``group`` along
+        x (0: the driver's choice)."""
         raise NotImplementedError
 
     def host_loop(self, group: list, plan, args: list, failed: Any, host, values: range
@@ -73,8 +93,9 @@ class _CudaLaunches(_Target):
 
     _module: Any
 
-    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
-        grid, block = _cuda_launch(sizes)
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0
+               ) -> None:
+        grid, block = _cuda_launch(sizes, group)
         self._module.get_function(name)(*args, grid=grid, block=block)
 
 
@@ -91,8 +112,32 @@ class OpenCLTarget(_Target):
                                      "which this nest computes in")
         self._program = opencl.build_program(module.source)
         self._kernels = {k.name: opencl.kernel(self._program, k.name) for k in module.kernels}
+        for k in module.kernels:
+            if k.group:
+                self._check_group(k, info)
         self._last: dict[str, list] = {}   # each kernel's arguments at its last launch
         self._lock = threading.Lock()
+
+    def _check_group(self, kernel, info) -> None:
+        """Refuse a device that cannot run ``kernel`` in its work-groups (see the module)."""
+        import pyopencl as cl
+
+        from asp_core.errors import BackendUnavailable
+
+        handle = self._kernels[kernel.name]
+        device = self._cl.context().devices[0]
+        most = min(info.max_work_group_size, handle.get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, device))
+        if most < kernel.group:
+            raise BackendUnavailable(
+                f"the OpenCL device {info.name} runs work-groups of at most {most} work items "
+                f"for this reduction, which reduces in work-groups of {kernel.group} (the same "
+                "on every device, for the same bits)")
+        local = handle.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, device)
+        if local > info.local_memory:
+            raise BackendUnavailable(
+                f"the OpenCL device {info.name} has {info.local_memory} bytes of local memory; "
+                f"this reduction's tree needs {local}")
 
     def upload(self, array: np.ndarray) -> Any:
         return self._cl.to_device(array)
@@ -103,7 +148,8 @@ class OpenCLTarget(_Target):
     def download_many(self, pairs: list[tuple[Any, np.ndarray]]) -> list[np.ndarray]:
         return self._cl.from_device_many(pairs)
 
-    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int]) -> None:
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0
+               ) -> None:
         # Only the arguments that changed since this kernel's last launch are set again:
         # pyopencl's Kernel.__call__ sets all of them, 125 us for 17 arguments on PoCL here,
         # against 18 us for one set_arg and the enqueue (a host loop's launches).
@@ -118,7 +164,13 @@ class OpenCLTarget(_Target):
                                                isinstance(new, np.generic) and old == new):
                         kernel.set_arg(index, new)
             self._last[name] = list(args)
-            self._cl.enqueue(kernel, tuple(sizes))
+            if group:   # (``opencl.enqueue`` leaves the work-group size to the driver)
+                import pyopencl as cl
+
+                local = (group,) + (1,) * (len(sizes) - 1)
+                cl.enqueue_nd_range_kernel(self._cl.queue(), kernel, tuple(sizes), local)
+            else:
+                self._cl.enqueue(kernel, tuple(sizes))
 
     def host_loop(self, group: list, plan, args: list, failed: Any, host, values: range
                   ) -> bool:
@@ -183,8 +235,14 @@ class CudaTarget(_CudaLaunches):
         return buffer.get()
 
 
-def _cuda_launch(sizes: Sequence[int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+def _cuda_launch(sizes: Sequence[int], group: int = 0
+                 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(grid, block) of a launch over ``sizes`` threads; ``group``: the block's size along x
+    the kernel needs (a whole number of blocks), else ``CUDA_BLOCK`` at most."""
     sizes = list(sizes) + [1] * (3 - len(sizes))
+    if group:
+        assert sizes[0] % group == 0, (sizes, group)
+        return (sizes[0] // group, sizes[1], sizes[2]), (group, 1, 1)
     block = (min(CUDA_BLOCK, sizes[0]), 1, 1)
     grid = (-(-sizes[0] // block[0]), sizes[1], sizes[2])
     return grid, block
@@ -229,12 +287,12 @@ class DeviceVariant:
             else:
                 self._groups.append([kernel])
 
-    def _launch(self, kernel, plan, args: list, failed, out, lanes: int, total: int,
+    def _launch(self, kernel, plan, args: list, failed, out, groups: int, total: int,
                 partials: list, t: dict[int, int] | None = None, value: int = 0
                 ) -> tuple[int, int, list]:
         """Launch one kernel; ``t`` and ``value``: the iteration and variable of the host loop
-        around it. A reduction's lanes return the partial results that its combining kernel,
-        launched next, is given."""
+        around it. A reduction's lanes return their work-groups' partial results, which its
+        combining kernel, launched next, is given."""
         target = self._target
         extra: list[Any] = [failed]
         sizes = [1]
@@ -247,18 +305,18 @@ class DeviceVariant:
                 extra += [np.int64(lo), np.int64(step), np.int64(trips)]
             if kernel.reduced:   # lanes, each reducing a share of the band's iterations
                 total = int(np.prod(sizes, dtype=object))
-                lanes = min(REDUCTION_LANES, total)
-                partials = [target.upload(np.zeros(max(lanes, 1), NUMPY_OF_CTYPE[c]))
+                groups = reduction_groups(total)
+                partials = [target.upload(np.zeros(max(groups, 1), NUMPY_OF_CTYPE[c]))
                             for _, c in kernel.reduced]
-                sizes = [lanes]
+                sizes = [groups * kernel.group]
             if any(size == 0 for size in sizes):
-                return lanes, total, partials
+                return groups, total, partials
         if kernel.host_loop is not None:
             extra.append(np.int64(value))
         if kernel.reduced:
-            extra += [np.int64(lanes), np.int64(total), *partials]
-        target.launch(kernel.name, args + extra, sizes)
-        return lanes, total, partials
+            extra += [np.int64(groups), np.int64(total), *partials]
+        target.launch(kernel.name, args + extra, sizes, kernel.group)
+        return groups, total, partials
 
     def __call__(self, *inputs: Any) -> Any:
         module, target = self.module, self._target
@@ -284,14 +342,14 @@ class DeviceVariant:
         failed = target.upload(np.zeros(1, np.int32))
         out = target.upload(np.zeros(1, self._out_dtype))
         plan = self._plan_of()
-        lanes = total = 0
+        groups = total = 0
         partials: list[Any] = []
         for group in self._groups:
             host = group[0].host_loop
             if host is None:
                 for kernel in group:
-                    lanes, total, partials = self._launch(kernel, plan, args, failed, out,
-                                                          lanes, total, partials)
+                    groups, total, partials = self._launch(kernel, plan, args, failed, out,
+                                                           groups, total, partials)
                 continue
             values = host_loop_range(group[0], plan)
             if target.host_loop(group, plan, args, failed, host, values):

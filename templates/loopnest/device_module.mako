@@ -2,7 +2,8 @@
   One loop nest as a device module (OpenCL C or CUDA C: codegen.device): the runtime helpers
   compiled for the device, an accessor macro per array (C order), the result record, and the
   kernels in schedule order. Context: header, dialect, key, accessors, out_fields ((field,
-  C type) pairs), kernel_qualifier, kernels ((name, parameters, body lines) triples).
+  C type) pairs), kernels ((head, parameters, body lines) triples; head: the declaration up to
+  the parameters, qualifiers and attributes included: Dialect.kernel_head).
 </%doc>\
 /* ${header}
  * variant: ${dialect}
@@ -23,9 +24,9 @@ typedef struct {
     int32_t unused;
 % endif
 } asp_out_t;
-% for name, params, body in kernels:
+% for head, params, body in kernels:
 
-${kernel_qualifier} void ${name}(${(",\n" + " " * (len(kernel_qualifier) + len(name) + 7)).join(params)}) {
+${head}(${(",\n" + " " * (len(head.split("\n")[-1]) + 1)).join(params)}) {
 % for line in body:
     ${line}
 % endfor

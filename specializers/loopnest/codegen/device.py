@@ -18,9 +18,12 @@ the same decision):
   loops and further parallel loops inside run in the thread, as in serial C. The host
   computes each mapped loop's first value, step and trip count from the call's binding;
   threads past the trip count return at once.
-* **Reductions.** A parallel top-level loop that reduces scalars runs on lanes, each reducing
-  its share of the band's iterations; one work item then combines the lanes' results
-  (``_reduction_kernels``).
+* **Reductions.** A parallel top-level loop that reduces scalars runs on lanes in work-groups
+  of ``GROUP_SIZE``, each lane reducing its share of the band's iterations; each work-group
+  combines its lanes' results in a tree in local (shared) memory, with a barrier between the
+  steps, and one work item then combines the work-groups' results in order
+  (``_reduction_kernels``). The numbers of lanes and work-groups depend on the trip count
+  alone, so the result has the same bits on every device.
 * **Host loops.** A sequential top-level loop whose body is parallel loops only (a time loop
   around sweeps, LU's ``k`` around its updates) is run by the host: its kernels are launched
   once per iteration, in order on one queue, with the loop's variable as an argument and the
@@ -64,6 +67,14 @@ _OPEN_ERRORS = ["asp_error asp_e = {0, 0, 0, 0};", "asp_error *asp_err = &asp_e;
 _CLOSE_ERRORS = "if (asp_e.code) *asp_failed = asp_e.code;"
 
 
+#: Work items per work-group (threads per block) of a reduction's first kernel: the same on
+#: every device and for every trip count, so that the tree each work-group reduces its lanes'
+#: partial results in, and so the result's bits, are the same on every device. 128: a size
+#: every CUDA device runs (up to 1024 threads a block) and OpenCL GPUs and PoCL commonly do
+#: (an OpenCL device or kernel that cannot run it is refused: ``device_variants``).
+GROUP_SIZE = 128
+
+
 @dataclass(frozen=True)
 class Dialect:
     """What a device language spells its own way."""
@@ -74,6 +85,8 @@ class Dialect:
     restrict: str
     bool_array: str       # the element type of a bool array parameter
     bool_scalar: str      # the type of a bool scalar parameter
+    local: str            # the qualifier of an array shared by a work-group (a block)
+    barrier: str          # a barrier of the work-group, over that memory
 
     def global_index(self, axis: int) -> str:
         """The thread's index along ``axis`` of the whole grid, as int64."""
@@ -82,9 +95,29 @@ class Dialect:
         dim = "xyz"[axis]
         return f"((int64_t)blockIdx.{dim} * blockDim.{dim} + threadIdx.{dim})"
 
+    def local_index(self) -> str:
+        """The thread's index in its work-group (block), along x, as int64."""
+        return "(int64_t)get_local_id(0)" if self.name == "opencl" else "(int64_t)threadIdx.x"
 
-OPENCL = Dialect("opencl", "__kernel", "__global ", "restrict", "uint8_t", "int32_t")
-CUDA = Dialect("cuda", 'extern "C" __global__', "", "__restrict__", "bool", "bool")
+    def group_index(self) -> str:
+        """The work-group's (block's) index in the grid, along x, as int64."""
+        return "(int64_t)get_group_id(0)" if self.name == "opencl" else "(int64_t)blockIdx.x"
+
+    def kernel_head(self, name: str, group: int | None = None) -> str:
+        """A kernel function's declaration up to its parameters; ``group``: the work-group size
+        it must be launched with (OpenCL refuses a launch with another; CUDA compiles for it)."""
+        if group is None:
+            return f"{self.kernel} void {name}"
+        if self.name == "opencl":
+            return f"{self.kernel} __attribute__((reqd_work_group_size({group}, 1, 1)))\n" \
+                f"void {name}"
+        return f"{self.kernel}\nvoid __launch_bounds__({group}) {name}"
+
+
+OPENCL = Dialect("opencl", "__kernel", "__global ", "restrict", "uint8_t", "int32_t",
+                 "__local ", "barrier(CLK_LOCAL_MEM_FENCE);")
+CUDA = Dialect("cuda", 'extern "C" __global__', "", "__restrict__", "bool", "bool",
+               "__shared__ ", "__syncthreads();")
 DIALECTS = {"opencl": OPENCL, "cuda": CUDA}
 
 #: NumPy dtypes of the C types that parameters and result fields take.
@@ -97,9 +130,9 @@ NUMPY_OF_CTYPE = {"bool": np.bool_, "int8_t": np.int8, "int16_t": np.int16, "int
 @dataclass(frozen=True)
 class Kernel:
     """One kernel of a module: its name, the loops on its grid's axes (none: it runs on one
-    work item, and writes the result record), and the scalars it reduces (``reduced``: C
-    type per scalar), with ``combine`` for the one-work-item kernel that combines the lanes'
-    partial results of the kernel before it."""
+    work item, and writes the result record), and the scalars it reduces (``reduced``: the C
+    type each one's partial results are stored in), with ``combine`` for the one-work-item
+    kernel that combines the work-groups' partial results of the kernel before it."""
 
     name: str
     axes: tuple[Axis, ...]
@@ -108,6 +141,8 @@ class Kernel:
     #: the sequential top-level loop the host runs this kernel in, once per iteration (its
     #: variable passed as an argument), or None
     host_loop: Axis | None = None
+    #: the work-group size it must be launched with (0: any, the driver's choice)
+    group: int = 0
 
     @property
     def single(self) -> bool:
@@ -258,15 +293,15 @@ class DeviceModuleBuilder(CModuleBuilder):
             if kernel.host_loop is not None:
                 extra.append(f"int64_t {c_identifier(kernel.host_loop.var)}")
             if kernel.reduced:
-                extra += ["int64_t asp_lanes", "int64_t asp_total"]
+                extra += ["int64_t asp_groups", "int64_t asp_total"]
                 extra += [f"{self.dialect.pointer}{c} *asp_part_{c_identifier(s)}"
                           for s, c in kernel.reduced]
-            texts.append((kernel.name, params + extra, body))
+            head = self.dialect.kernel_head(kernel.name, kernel.group or None)
+            texts.append((head, params + extra, body))
         source = render("loopnest/device_module.mako", header=f"{self.dialect.name} variant of "
                         f"{self.title}", dialect=self.dialect.name, key=key,
                         accessors=[self.accessor(a) for a in self.names.arrays],
-                        out_fields=out_fields, kernel_qualifier=self.dialect.kernel,
-                        kernels=texts)
+                        out_fields=out_fields, kernels=texts)
         written = {acc.array for st in self.analysis.access.statements for acc in st.accesses
                    if acc.write}
         return DeviceModule(
@@ -299,18 +334,35 @@ class DeviceModuleBuilder(CModuleBuilder):
         return kernels, bodies
 
     def _reduction_kernels(self, name: str, node: SLoop, band):
-        """A parallel loop that reduces scalars: lanes (one thread each) walk the band's
-        iterations with a stride of the lane count, each reducing into its own partial result
-        from the operator's identity; then one work item combines the partial results, in lane
-        order, into the scalars' values before the loop (the lane count depends on the trip
-        count alone, so the result does not depend on the device's grid)."""
-        reduced = tuple((s, ctype(self.types.variables[s])) for s, _ in node.reductions)
+        """A parallel loop that reduces scalars, as two kernels (the number of work-groups,
+        ``asp_groups``, a function of the trip count alone: ``device_variants``):
+
+        1. lanes in work-groups of ``GROUP_SIZE``, lane ``k`` (of ``asp_groups * GROUP_SIZE``)
+           reducing the band's iterations ``k``, ``k + lanes``, ... in order into its own
+           partial result from the operator's identity (a lane past the trip count keeps the
+           identity); then each work-group combines its lanes' results in local memory, in a
+           tree of ``log2(GROUP_SIZE)`` steps that keeps lane order (step ``d``: lane ``l``, a
+           multiple of ``2d``, combines lane ``l + d``'s result into its own), a barrier before
+           each step, reached by every lane (no lane returns early); lane 0 stores the
+           work-group's result;
+        2. one work item combines the work-groups' results, in order, into the scalars' values
+           before the loop (``_combine_kernel``).
+
+        The association is fixed by the trip count alone, so the result does not depend on the
+        device or its grid; an operator that is associative (a selection, an integer sum)
+        gives the lanes' results combined in lane order exactly."""
+        reduced = tuple((s, self._stored(s)) for s, _ in node.reductions)
         emitter = CEmitter(self)
         emitter.depth = 1
         self._walk(_innermost(node, band).body, emitter)
-        lines = [f"const int64_t asp_lane = {self.dialect.global_index(0)};",
-                 "if (asp_lane >= asp_lanes) return;", *_OPEN_ERRORS]
-        lines += self.prologue()
+        dialect, size = self.dialect, GROUP_SIZE
+        assert size & (size - 1) == 0, "the tree needs a power of two"
+        lines = [f"const int64_t asp_l = {dialect.local_index()};",
+                 f"const int64_t asp_group = {dialect.group_index()};",
+                 f"const int64_t asp_lane = asp_group * {size} + asp_l;",
+                 f"const int64_t asp_lanes = asp_groups * {size};"]
+        lines += [f"{dialect.local}{c} asp_loc_{c_identifier(s)}[{size}];" for s, c in reduced]
+        lines += _OPEN_ERRORS + self.prologue()
         lines += [f"{c_identifier(s)} = {self.identity(s, op)};" for s, op in node.reductions]
         lines.append("for (int64_t asp_f = asp_lane; asp_f < asp_total; asp_f += asp_lanes) {")
         lines.append("    int64_t asp_r = asp_f;")
@@ -327,26 +379,63 @@ class DeviceModuleBuilder(CModuleBuilder):
                          f"asp_step_{var};")
         lines += emitter.lines
         lines.append("}")
-        lines += [f"asp_part_{c_identifier(s)}[asp_lane] = {c_identifier(s)};" for s, _ in reduced]
+        lines += self._group_tree(node.reductions, size)
         lines.append(_CLOSE_ERRORS)
         axes = tuple(Axis(loop.lid, k, loop.var) for k, loop in enumerate(band))
-        first = (Kernel(name, axes, reduced), lines)
-        live = {o.name for o in self.outputs()[2]}
-        combine = [f"if ({self.dialect.global_index(0)} != 0) return;", *_OPEN_ERRORS]
-        for s, op in node.reductions:
-            ident = c_identifier(s)
-            combine += [f"{ctype(self.types.variables[s])} {ident} = asp_in_{ident};",
-                        "for (int64_t asp_k = 0; asp_k < asp_lanes; asp_k++) {",
-                        f"    const {ctype(self.types.variables[s])} asp_p = "
-                        f"asp_part_{ident}[asp_k];",
-                        f"    {self.combination(s, op)}", "}"]
-            if s in live:
-                combine += [f"asp_out->v_{ident} = {ident};",
-                            f"asp_out->w_{ident} = asp_total > 0;"]
-        combine.append(_CLOSE_ERRORS)
-        second = (Kernel(name + "_combine", (), reduced, combine=True), combine)
+        first = (Kernel(name, axes, reduced, group=size), lines)
+        second = (Kernel(name + "_combine", (), reduced, combine=True),
+                  self._combine_kernel(node))
         return [first, second]
 
+    def _group_tree(self, reductions, size: int) -> list[str]:
+        """Each lane's results (in the scalars' own variables) combined over its work-group
+        of ``size`` lanes in local memory (``asp_loc_*``), in lane order, a barrier before each
+        step, which every lane reaches; lane 0 stores the group's in ``asp_part_*``."""
+        lines = ["/* the work-group's tree, in lane order; every lane reaches every barrier */"]
+        lines += [f"asp_loc_{c_identifier(s)}[asp_l] = {c_identifier(s)};" for s, _ in reductions]
+        step = 1
+        while step < size:
+            last = 2 * step == size
+            lines.append(self.dialect.barrier)
+            lines.append(f"if ((asp_l & {2 * step - 1}) == 0) {{")
+            for s, op in reductions:
+                ident = c_identifier(s)
+                lines += ["    {",
+                          f"        const {ctype(self.types.variables[s])} asp_p = "
+                          f"asp_loc_{ident}[asp_l + {step}];",
+                          f"        {self.combination(s, op)}", "    }"]
+                lines.append(f"    asp_part_{ident}[asp_group] = {ident};" if last
+                             else f"    asp_loc_{ident}[asp_l] = {ident};")
+            lines.append("}")
+            step *= 2
+        if size == 1:
+            lines += [f"asp_part_{c_identifier(s)}[asp_group] = {c_identifier(s)};"
+                      for s, _ in reductions]
+        return lines
+
+    def _stored(self, name: str) -> str:
+        """The C type a scalar's partial results are stored in (a bool: as the dialect's bool
+        arrays are)."""
+        ty = ctype(self.types.variables[name])
+        return self.dialect.bool_array if ty == "bool" else ty
+
+    def _combine_kernel(self, node: SLoop) -> list[str]:
+        """One work item: the scalars' values before the loop, combined with each work-group's
+        partial result in group order; the live ones into the result record."""
+        live = {o.name for o in self.outputs()[2]}
+        lines = [f"if ({self.dialect.global_index(0)} != 0) return;", *_OPEN_ERRORS]
+        for s, op in node.reductions:
+            ident = c_identifier(s)
+            ty = ctype(self.types.variables[s])
+            lines += [f"{ty} {ident} = asp_in_{ident};",
+                      "for (int64_t asp_k = 0; asp_k < asp_groups; asp_k++) {",
+                      f"    const {ty} asp_p = asp_part_{ident}[asp_k];",
+                      f"    {self.combination(s, op)}", "}"]
+            if s in live:
+                lines += [f"asp_out->v_{ident} = {ident};",
+                          f"asp_out->w_{ident} = asp_total > 0;"]
+        lines.append(_CLOSE_ERRORS)
+        return lines
 
 
 def _innermost(node: SLoop, band) -> SLoop:

@@ -1,11 +1,12 @@
 """The device variants' terms of the cost model (the ALPyNA cost model's section 3.3).
 
 A device variant runs the kernels ``codegen.device_layout`` makes of a plan: grid kernels over
-their band's loops, reductions (lanes, then a combine on one work item), kernels launched
-once per iteration of a host loop, or the whole nest on one work item. ``device_profile``
-counts, per kernel, its launches, its work items per launch and the compiled work and bytes of
-all its launches, from the same exact iteration counts as the CPU variants (``cost.domain``);
-``device_cost`` prices them with the device's ``DeviceParams``:
+their band's loops, reductions (lanes in work-groups, each work-group then a tree of
+``log2(GROUP_SIZE)`` steps between barriers; then a combine of the work-groups' results on one
+work item), kernels launched once per iteration of a host loop, or the whole nest on one work
+item. ``device_profile`` counts, per kernel, its launches, its work items per launch and the
+compiled work and bytes of all its launches, from the same exact iteration counts as the CPU
+variants (``cost.domain``); ``device_cost`` prices them with the device's ``DeviceParams``:
 
 * a launch runs ``threads`` work items in ``max(1, threads / lanes)`` waves of the device's
   ``lanes`` work items at once (equation 6: blocks over the SMs, ``v * w`` threads at a time
@@ -45,9 +46,12 @@ from . import domain
 from .machine import MachineParams
 from .models import NestProfile, source_chain
 
-#: Lanes of a reduction (as ``device_variants.REDUCTION_LANES``, which imports the code
-#: generator: the model reads the same number without it).
-REDUCTION_LANES = 4096
+#: A reduction's work-group size and its most work-groups (as ``codegen.device.GROUP_SIZE``
+#: and ``device_variants.REDUCTION_GROUPS``, which import the code generator: the model reads
+#: the same numbers without it).
+GROUP_SIZE = 128
+REDUCTION_GROUPS = 32
+REDUCTION_LANES = REDUCTION_GROUPS * GROUP_SIZE
 
 
 @dataclass(frozen=True)
@@ -172,11 +176,13 @@ def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
             compute, guarded, moved = work(statement_ids(node))
             compute += items * m.c_iteration_ns
             if node.reductions:   # lanes, each reducing its share; then the combine
-                lanes = min(REDUCTION_LANES, items)
-                kernels.append(KernelLoad(1, float(lanes), compute, guarded, moved))
-                kernels.append(KernelLoad(1, 1.0, lanes * len(node.reductions) *
-                                          (m.c_op_ns.get("arith", 0.0) + m.c_iteration_ns),
-                                          0.0, 0.0, single=True))
+                groups = min(REDUCTION_GROUPS, -(-int(items) // GROUP_SIZE))
+                lanes = groups * GROUP_SIZE
+                # a combination: one operation and a step (a barrier, a loop's iteration)
+                step = len(node.reductions) * (m.c_op_ns.get("arith", 0.0) + m.c_iteration_ns)
+                tree = lanes * (GROUP_SIZE.bit_length() - 1) * step   # log2(G) steps a lane
+                kernels.append(KernelLoad(1, float(lanes), compute + tree, guarded, moved))
+                kernels.append(KernelLoad(1, 1.0, groups * step, 0.0, 0.0, single=True))
             else:
                 kernels.append(KernelLoad(launches, items / max(launches, 1), compute,
                                           guarded, moved))

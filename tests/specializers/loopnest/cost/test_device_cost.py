@@ -76,9 +76,16 @@ def test_a_reduction_runs_on_lanes_then_one_combining_work_item():
     lanes, combine = p.kernels
     assert (lanes.threads, lanes.single) == (4096.0, False)
     assert (combine.threads, combine.single) == (1.0, True)
-    small = profile_of(Sum(backend="python"), np.ones(100)).kernels[0]
-    assert small.threads == 100.0
+    small, small_combine = profile_of(Sum(backend="python"), np.ones(100)).kernels
+    assert small.threads == 128.0   # one work-group, lanes past the trip count idle
     assert p.downloaded == 0   # nothing written
+    # the combine passes over the work-groups' results (32 and 1), not over the lanes
+    assert combine.compute_ns == pytest.approx(32 * small_combine.compute_ns)
+    # each lane's log2(128) tree steps: the same for any trip count within one work-group
+    tiny = profile_of(Sum(backend="python"), np.ones(1)).kernels[0]
+    step = small_combine.compute_ns   # one work-group's result combined: one step
+    assert step > 0 and tiny.compute_ns > 128 * 7 * step
+    assert small.compute_ns - tiny.compute_ns < 128 * 7 * step
 
 
 def test_a_carried_loop_runs_on_one_work_item():
