@@ -44,7 +44,7 @@ from typing import Any, Mapping
 from ..codegen.device_layout import DeviceLayout, statement_ids
 from . import domain
 from .machine import MachineParams
-from .models import NestProfile, source_chain
+from .models import OVERSUBSCRIBED, NestProfile, source_chain
 
 #: A reduction's work-group size and its most work-groups (as ``codegen.device.GROUP_SIZE``
 #: and ``device_variants.REDUCTION_GROUPS``, which import the code generator: the model reads
@@ -197,12 +197,20 @@ def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
                          float(profile.footprint))
 
 
-def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = None
-                ) -> tuple[float, dict[str, float]]:
+def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = None,
+                cores: int = 0, busy: float = 0.0) -> tuple[float, dict[str, float]]:
     """Predicted seconds of one call of a device variant, and its main terms (the module).
     A CPU device (``host_memory``) moves its bytes at the host's bandwidths (``m``: those the
     OpenMP variant is priced with, for the same bytes), not at its own measured figure, so
-    that the two variants on the same cores and memory compare on the same terms."""
+    that the two variants on the same cores and memory compare on the same terms; and its
+    threads (``units``, one per core) share the ``cores`` of the affinity mask with the
+    ``busy`` cores of other processes as an OpenMP team does (``models.openmp_cost``): its runs
+    take longer by the share of the cores it gets, its launches wait for descheduled threads."""
+    slower = waiting = 1.0
+    threads = min(dev.units, cores)   # (one per core at once, as calibrated on them)
+    if dev.host_memory and cores and threads + busy > cores:
+        slower = (threads + busy) / cores
+        waiting = 1.0 + OVERSUBSCRIBED * (threads + busy - cores)
     compute = memory = launches = overlap = 0.0
     if dev.host_memory and m is not None:
         if p.footprint <= m.cache_bytes:
@@ -223,14 +231,14 @@ def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = N
             run_c = per_item * max(1.0, items / dev.lanes) + \
                 per_guarded * max(1.0, items / dev.units)
         run_m = k.bytes / k.launches / bandwidth * 1e9
-        run = max(run_c, run_m)
-        launches += k.launches * dev.launch_ns
+        run = max(run_c, run_m) * slower
+        launches += k.launches * dev.launch_ns * waiting
         if run_c >= run_m:
             compute += k.launches * run
         else:
             memory += k.launches * run
         if k.launches > 1:   # a host loop: per iteration the larger of a launch and a run
-            overlap -= k.launches * min(dev.launch_ns, run)
+            overlap -= k.launches * min(dev.launch_ns * waiting, run)
     transfers = p.uploaded / dev.upload_bw + p.downloaded / dev.download_bw + \
         p.copies * dev.transfer_ns * 1e-9
     terms = {"transfers": transfers, "launches": launches * 1e-9, "compute": compute * 1e-9,

@@ -131,7 +131,7 @@ class NestEstimator:
         if found is None:
             found = self._device_profiles.put(signature,
                                               self._device_profile_of(signature, profile))
-        seconds, terms = device_cost(found, dev, machine())
+        seconds, terms = device_cost(found, dev, machine(), cpu_cores(), others_busy())
         if dev.host_memory:
             # A CPU device runs the same loops on the same cores and memory as the compiled
             # variants, with work-items, copies and launches on top: its run is not priced

@@ -269,3 +269,19 @@ def test_the_calibration_measures_this_device(device_store):
     assert device_calibrate.params("opencl") == measured
     assert measured.device in device_calibrate.status("opencl")
     assert DEFAULTS.c_op_ns   # (the C model it is measured against)
+
+
+def test_a_cpu_device_shares_the_cores_with_busy_processes_and_a_gpu_does_not():
+    k = KernelLoad(1, 1.0e6, compute_ns=1.0e6, guarded_ns=0.0, bytes=8.0)
+    p = DeviceProfile((k,), 0.0, 0.0, 0, footprint=8.0)
+    cpu = dataclasses.replace(DEVICE, host_memory=True, units=2.0)
+    idle, _ = device_cost(p, cpu, DEFAULTS, cores=2, busy=0.0)
+    _, loaded = device_cost(p, cpu, DEFAULTS, cores=2, busy=2.0)
+    _, quiet = device_cost(p, cpu, DEFAULTS, cores=2, busy=0.0)
+    # two busy processes on two cores: half the cores for the device's two threads, as for
+    # an OpenMP team of two; its launch waits for a descheduled thread
+    assert loaded["compute"] == pytest.approx(2.0 * quiet["compute"])
+    assert loaded["launches"] > quiet["launches"]
+    gpu = dataclasses.replace(DEVICE, host_memory=False)
+    assert device_cost(p, gpu, DEFAULTS, cores=2, busy=2.0) == device_cost(p, gpu, DEFAULTS)
+    assert idle == device_cost(p, cpu, DEFAULTS)[0]
