@@ -153,10 +153,11 @@ def kernel(program: Any, name: str) -> Any:
     return _cl().Kernel(program, name)
 
 
-def enqueue(kernel: Any, global_size: tuple[int, ...]) -> None:
-    """Launch ``kernel`` (its arguments set) over ``global_size`` work items, the work-group
-    size left to the implementation."""
-    _cl().enqueue_nd_range_kernel(queue(), kernel, global_size, None)
+def enqueue(kernel: Any, global_size: tuple[int, ...],
+            local_size: tuple[int, ...] | None = None) -> None:
+    """Launch ``kernel`` (its arguments set) over ``global_size`` work items, in work-groups
+    of ``local_size`` (None: the size left to the implementation)."""
+    _cl().enqueue_nd_range_kernel(queue(), kernel, global_size, local_size)
 
 
 _HOST_LOOP_CDEF = ("int32_t asp_opencl_host_loop(void *, void *, void *, int64_t, int64_t, "

@@ -164,13 +164,8 @@ class OpenCLTarget(_Target):
                                                isinstance(new, np.generic) and old == new):
                         kernel.set_arg(index, new)
             self._last[name] = list(args)
-            if group:   # (``opencl.enqueue`` leaves the work-group size to the driver)
-                import pyopencl as cl
-
-                local = (group,) + (1,) * (len(sizes) - 1)
-                cl.enqueue_nd_range_kernel(self._cl.queue(), kernel, tuple(sizes), local)
-            else:
-                self._cl.enqueue(kernel, tuple(sizes))
+            local = (group,) + (1,) * (len(sizes) - 1) if group else None
+            self._cl.enqueue(kernel, tuple(sizes), local)
 
     def host_loop(self, group: list, plan, args: list, failed: Any, host, values: range
                   ) -> bool:
