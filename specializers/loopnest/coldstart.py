@@ -7,10 +7,8 @@ method directly, timed, until that time reaches the predicted cost of its analys
 rent-or-buy rule of ``asp_core.selection``, one level up: a kernel called once on small data
 never pays for an analysis it does not need; one called over and over is analysed after at
 most about the analysis time spent in the original code). A call whose data suggest more work
-than the analysis and a build cost (``BUILD_S``) is analysed at once, so the cost model can
-choose a compiled variant for it, compiled in the same call: analysing a call that suggests
-less would only run it as the original code after the analysis (a build would not pay within
-the call), or start a build in the background that slows it down.
+than the analysis costs is analysed at once, so the cost model can choose a compiled variant
+for it (compiling it in the same call where that pays off).
 
 The data suggest work by the arrays among the call's arguments and the kernel's attributes,
 and the integers among the arguments (loop bounds): a nest ``L`` loops deep over arrays of up
@@ -41,9 +39,6 @@ ANALYSIS_S_PER_BYTE = 30e-6
 ANALYSIS_BASE_S = 2e-3
 #: The first analysis in a process loads the analysis and code generation (seconds).
 FIRST_ANALYSIS_S = 20e-3
-#: Building a small variant (code generation and gcc: 50 to 150 ms on the development
-#: machine), which a call must be able to pay for to be analysed at once (seconds).
-BUILD_S = 0.1
 _ANALYSED = [False]   # whether this process has analysed a kernel
 
 
@@ -69,10 +64,8 @@ class ColdStart:
 
     def stays_cold(self, owner: Any, args: tuple, kwargs: dict) -> bool:
         """Whether this call should run the original code without analysis."""
-        analysis = self.analysis_s + (0.0 if _ANALYSED[0] else FIRST_ANALYSIS_S)
-        if self.spent >= analysis:
-            return False   # the original code has run as long as the analysis costs
-        return work_hint(owner, args, kwargs, self.depth) < analysis + BUILD_S
+        first = 0.0 if _ANALYSED[0] else FIRST_ANALYSIS_S
+        return self.spent + work_hint(owner, args, kwargs, self.depth) < self.analysis_s + first
 
     def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict) -> Any:
         """Run the original method, adding its time to what the cold kernel has spent."""

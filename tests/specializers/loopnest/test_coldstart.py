@@ -42,9 +42,9 @@ def test_work_grows_with_the_depth_over_the_dimensions():
 
 def test_a_dense_kernel_on_mid_sized_data_is_analysed_at_once():
     cold = ColdStart.of(deep)
-    n = 256
+    n = 128
     A = np.zeros((n, n))
-    assert not cold.stays_cold(None, (A, A, A, n), {})   # 17 million iterations
+    assert not cold.stays_cold(None, (A, A, A, n), {})   # 2 million iterations
     small = np.zeros((4, 4))
     assert cold.stays_cold(None, (small, small, small, 4), {})
 
@@ -53,26 +53,8 @@ def test_the_first_analysis_in_a_process_costs_more(monkeypatch):
     from specializers.loopnest import coldstart
 
     cold = ColdStart(analysis_s=1e-3)
-    work = cold.analysis_s + coldstart.BUILD_S + coldstart.FIRST_ANALYSIS_S / 2
-    data = np.zeros(int(work / WORK_S_PER_ELEMENT))
+    data = np.zeros(int(5e-3 / WORK_S_PER_ELEMENT))   # 5 ms of work
     monkeypatch.setattr(coldstart, "_ANALYSED", [False])
     assert cold.stays_cold(None, (data,), {})          # the analysis loads its modules first
     coldstart.analysed()
     assert not cold.stays_cold(None, (data,), {})
-
-
-def test_a_call_that_could_not_pay_for_a_build_stays_cold_until_the_analysis_is_paid(
-        monkeypatch):
-    # More work than the analysis costs, less than the analysis and a build: analysing it now
-    # would run it as the original code anyway (or slow it with a build in the background).
-    # The calls rent instead, and the kernel is analysed once they have spent its cost.
-    from specializers.loopnest import coldstart
-
-    monkeypatch.setattr(coldstart, "_ANALYSED", [True])
-    cold = ColdStart(analysis_s=10e-3)
-    data = np.zeros(int((cold.analysis_s + coldstart.BUILD_S / 2) / WORK_S_PER_ELEMENT))
-    assert cold.stays_cold(None, (data,), {})
-    cold.spent = 9e-3
-    assert cold.stays_cold(None, (data,), {})
-    cold.spent = 10e-3
-    assert not cold.stays_cold(None, (np.zeros(1),), {})

@@ -171,10 +171,8 @@ def test_a_small_first_call_runs_the_original_code_cold():
     kernel.kernel(a, x, y)
     assert kernel.last_call.cold and np.array_equal(y, expected(8))
     assert original in _COLD and _COLD[original].calls == 1
-    # a call with data suggesting more work than the analysis and a build cost is analysed
-    # at once
-    n = int((_COLD[original].analysis_s + coldstart.FIRST_ANALYSIS_S + coldstart.BUILD_S) /
-            coldstart.WORK_S_PER_ELEMENT)
+    # a call with data suggesting more work than the analysis costs is analysed at once
+    n = int(_COLD[original].analysis_s / coldstart.WORK_S_PER_ELEMENT)
     a, x, y = inputs(n)
     kernel.kernel(a, x, y)
     assert not kernel.last_call.cold and original not in _COLD
