@@ -25,6 +25,7 @@ from specializers.loopnest.device_variants import (REDUCTION_GROUPS, REDUCTION_L
 from specializers.loopnest.variants import BeyondInt64
 
 from .test_device import OPENCL_MISSING, _module, needs_opencl, run_strict
+from .test_reduction_determinism import device_model
 
 BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
 G = GROUP_SIZE
@@ -137,35 +138,8 @@ def test_several_scalars_reduced_in_one_tree(backend, count):
     assert kernel.last_call.nests[0].backend == backend
 
 
-# -- the bits: a model of the documented order, on every run and backend -------------------------
-
-def python_order_sum(values, start: float = 0.0) -> float:
-    total = start
-    for v in values:
-        total = total + v
-    return total
-
-
-def device_model(values, start: float) -> float:
-    """The device's sum of ``values`` (the band's iterations, flattened, in order):
-    ``reduction_groups`` work-groups of G lanes; lane k sums iterations k, k + lanes, ... in
-    order from -0.0; each work-group a tree in lane order (lane l, a multiple of 2d, adds lane
-    l + d's result, d = 1, 2, 4, ...); then the value before the loop plus each work-group's
-    result, in order."""
-    groups = reduction_groups(len(values))
-    lanes = groups * G
-    parts = [python_order_sum(values[k::lanes], -0.0) for k in range(lanes)]
-    results = []
-    for g in range(groups):
-        tree = parts[g * G:(g + 1) * G]
-        d = 1
-        while d < G:
-            for lane in range(0, G, 2 * d):
-                tree[lane] = tree[lane] + tree[lane + d]
-            d *= 2
-        results.append(tree[0])
-    return python_order_sum(results, start)
-
+# -- the bits: the documented order (test_reduction_determinism.device_model), on every run and
+# backend ---------------------------------------------------------------------------------------
 
 def wild(rng, shape) -> np.ndarray:
     """Values over 16 orders of magnitude, of both signs: every change of order shows."""
