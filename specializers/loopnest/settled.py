@@ -6,11 +6,13 @@ entering a variant: the nest's inputs, their signature, the binding, the choice 
 calibrated ``dispatch_ns``: 7 us a call on the development machine, against 3 us for a
 16-element vector addition). Every nest of a kernel pays that dispatch, whichever variant it
 chooses, so the cost model's choice per nest does not see it; a kernel that skips every nest's
-dispatch, running its original method whole, does. So after each call whose nests made stable
-choices (no probe of another variant under way), the kernel compares the predicted time of
-its nests as original code (``cost.estimates.ORIGINAL``, corrected by what they measured) plus
-a settled call's own cost (``settled_call_ns``) with the predicted time of its nests' choices
-plus their dispatch; where the first is smaller it *settles*: its next calls with positional
+dispatch, running its original method whole, does. So after each call whose nests neither
+probed another variant nor built one, the kernel compares the predicted time of its nests as
+original code (``cost.estimates.ORIGINAL``, corrected by what they measured) plus a settled
+call's own cost (``settled_call_ns``) with the predicted time of its nests' choices plus
+their dispatch (for a nest running the best built variant while a faster one is not built,
+the faster one's time: settling must beat what rent-or-buy would buy); where the first is
+smaller it *settles*: its next calls with positional
 arguments no larger run the original method directly, timed. No larger: each argument, and
 each attribute of the instance, that was an array or an int in the settling call is an array
 of at most as many elements, or an int at most as large, or of another type (a bound the guard
@@ -115,7 +117,7 @@ class Settled:
 
 def judge(ran: list, owner: Any, args: tuple, kwargs: dict) -> "Settled | None":
     """The settlement a call earns, or None: ``ran`` are the runners of the nests that ran in
-    it. Every nest must have made a stable choice; running them all as the original code,
+    it. No nest may be probing or building; running them all as the original code,
     plus a settled call's own cost, must be predicted to cost less than those choices with
     the dispatch each nest pays (see the module)."""
     if kwargs:
@@ -127,14 +129,20 @@ def judge(ran: list, owner: Any, args: tuple, kwargs: dict) -> "Settled | None":
         if runner._gather is None:
             continue   # (a nest rejected when analysed always runs its original code)
         decision = runner.last_decision
-        if decision is None or not decision.stable or runner.last_call.fallback is not None:
+        if decision is None or runner.last_call.fallback is not None or \
+                decision.probe or decision.build_now or decision.build_later:
             return None
         mine = next((e for e in decision.estimates if e.label == ORIGINAL), None)
         if mine is None:
             return None
         alone = decision.corrected[ORIGINAL] - mine.fixed_s
         original += alone
-        chosen += decision.corrected[decision.label] + m.dispatch_ns * 1e-9
+        # A stable choice is the fastest predicted. Any other (the best built variant while a
+        # faster one is not built, its losses adding up to pay for a build) is measured
+        # against the fastest of all, built or not: settling must beat that one too.
+        best = decision.corrected[decision.label] if decision.stable else \
+            min(decision.corrected.values())
+        chosen += best + m.dispatch_ns * 1e-9
         parts.append((runner, mine, alone))
     original += m.settled_call_ns * 1e-9
     if original > chosen:

@@ -100,6 +100,20 @@ def test_tiny_calls_settle_on_the_original_code(params):
     assert sum(r.settled for r in records) > 150   # the method ran whole, without dispatch
 
 
+def test_a_compiled_variant_not_built_does_not_keep_a_tiny_kernel_from_settling(params):
+    # Serial C predicted faster per nest than the original code, but not built: the original
+    # code runs while the time lost waits to pay for the build (rent or buy), and such a call
+    # is no stable choice. With the dispatch every nest pays, C would still lose to the
+    # settled method, so the kernel settles (a near tie once kept it from ever settling, in a
+    # suite whose other tests had compiled the same nest: CI failed on it).
+    params(c_call_ns=100.0)
+    kernel = Add()
+    record = until_settled(kernel, 4)
+    assert record.nests[0].backend == "python"
+    decision = kernel._asp_current.runners[0].last_decision
+    assert decision.corrected["c"] < decision.corrected["original"]
+
+
 def test_larger_data_asks_the_model_again(params):
     params()
     kernel = Add()
