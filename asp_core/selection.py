@@ -22,15 +22,16 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   measured, and a probe of such a variant runs two calls in a row, the second measured: a
   variant is judged by what it costs once chosen. (Were its calls in fact spaced out, each
   paying the wake-up, the calls that chose it measure that, and the choice moves back.)
-* **Building.** A variant that is not built costs its build time first. The choice is made
-  as a rent-or-buy (ski rental) problem: if building and running the best variant costs less
-  than running the best built one now (by ``UNMEASURED_MARGIN``, where the built one was
-  never measured at that size), it is built now; otherwise the call runs the best built variant, and the time this loses against
-  the best variant is added up; once the losses reach the build time, the best variant is
-  built (in the background where the specializer can, so that no call waits for it). Against an oracle that knows every future call, this pays at
-  most twice the optimal cost (the classic 2-competitive break-even rule): calls that stop
-  before the losses reach the build time lost at most the build time they did not spend;
-  otherwise the build cost equals the losses already paid.
+* **Building.** A variant that is not built costs its build time first. The choice is made as a
+  rent-or-buy (ski rental) problem: if building and running the best variant costs less than
+  running the best built one now (by ``UNMEASURED_MARGIN``, where the built one was never
+  measured at that size), it is built now; otherwise the call runs the best built variant, and
+  the time this loses against the best variant is added up; once the losses reach the build
+  time, the best variant is built (in the background where the specializer can, so that no call
+  waits for it). Against an oracle that knows every future call, this pays at most twice the
+  optimal cost (the classic 2-competitive break-even rule): calls that stop before the losses
+  reach the build time lost at most the build time they did not spend; otherwise the build cost
+  equals the losses already paid.
 
 Pure bookkeeping: no clock, no threads; the dispatcher measures and builds.
 """

@@ -139,7 +139,8 @@ def markdown(data: dict, summary: dict, plots: Sequence[str]) -> str:
            f"Measured {meta['date']} on {meta['cores']} cores; Python {meta['python']}, NumPy "
            f"{meta['numpy']}, Numba {meta['numba'] or 'absent'}; "
            f"{'quick run' if meta['quick'] else 'full sweep'}, {len(data['examples'])} "
-           f"example{'s' * (len(data['examples']) != 1)}, {overall['points']} points, {meta['run_s'] / 60:.1f} minutes.", "",
+           f"example{'s' * (len(data['examples']) != 1)}, {overall['points']} points, "
+           f"{meta['run_s'] / 60:.1f} minutes.", "",
            *(f"* {line}" for line in platform),
            f"* load average (1, 5, 15 minutes) at the start {_load(meta['load_start'])}, at the "
            f"end {_load(meta['load_end'])}"

@@ -2,8 +2,9 @@
 
 Produced by ``lowering`` (one tree per top-level loop nest of a kernel), then rewritten by the
 passes (``ifconvert`` removes ``If``, ``Break`` and ``Continue``: a ``break`` becomes an
-``Assign`` of kind ``"break"``, which the code generators print as their own ``break``). Every node may carry ``loc`` (file, line, column in the
-user's source), which ``==`` and ``dump()`` ignore.
+``Assign`` of kind ``"break"``, which the code generators print as their own ``break``). Every
+node may carry ``loc`` (file, line, column in the user's source), which ``==`` and ``dump()``
+ignore.
 
 Names: a ``Var`` is a scalar: a loop variable, a scalar the nest writes, or a loop-invariant
 value read from the kernel's locals, closure or globals; ``self.x`` attributes appear as

@@ -20,12 +20,13 @@ cannot see, such as a global, is caught by the time check below).
 
 A settled kernel is asked again (a call through the cost model, which may settle it again)
 after ``SETTLED_CALLS`` calls, or at once after a call that took more than ``SLOWER`` times its
-prediction; the calls it skipped count for the selectors' re-probing schedules, and the
-median time of its calls, shared out among the nests as predicted, corrects their original
-code's predictions (the median, not the last call: a settlement that one slow call ended would
+prediction; the calls it skipped count for the selectors' re-probing schedules, and the median
+time of its calls, shared out among the nests as predicted, corrects their original code's
+predictions (the median, not the last call: a settlement that one slow call ended would
 otherwise report that outlier as the original code's time, and on a busy machine the model
-would learn to believe the original code slower than it is, and stop settling). Running the original code is always exact, so settling can cost time, never
-correctness: at most ``SETTLED_CALLS`` calls of a choice gone stale.
+would learn to believe the original code slower than it is, and stop settling). Running the
+original code is always exact, so settling can cost time, never correctness: at most
+``SETTLED_CALLS`` calls of a choice gone stale.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ class Settled:
                 runner.selector.observe(estimate, seconds * share)
 
     def typical_s(self) -> float:
-        """The median time of the settled calls (0.0: none ran)."""
+        """The median time of the settled calls (the higher middle one; 0.0: none ran).
+        (Not ``statistics.median_high``: importing it costs the package 5 ms at import.)"""
         times = sorted(self.times)
         return times[len(times) // 2] if times else 0.0
 
