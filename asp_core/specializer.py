@@ -180,7 +180,10 @@ class Specializer:
         self._building: dict[tuple, Future] = {}   # background builds under way
         self._build_count = 0   # counts changes of the built variants (estimates depend on them)
         self._offered: tuple = (None, None)   # the last estimates, and those not failed
-        self._fast: list | None = None   # [signature, calls left, variant, estimate, count]
+        # the last choice, which the next calls of its signature run again: [signature,
+        # calls left, variant, estimate (None for a forced backend), count, guard or None]
+        self._fast: list | None = None
+        self._guards = LRUCache(self.variant_cache_size)  # signature -> guard (or False)
         self.selector = Selector()
         self.last_decision: Decision | None = None
         self.last_estimate: Estimate | None = None
@@ -191,6 +194,22 @@ class Specializer:
 
     def signature(self, args: Sequence[Any]) -> Hashable:
         return signature_of(args)
+
+    def guard(self, signature: Hashable, args: Sequence[Any]) -> Callable[[tuple], bool] | None:
+        """A function of an argument tuple that answers True only where ``signature(args)``
+        would be ``signature`` (cheaper than computing it: ``asp_core.call_guard``), or None:
+        warm calls then compute their signature. Asked once per signature."""
+        return None
+
+    def guarded(self, signature: Hashable) -> None:
+        """A call's signature is ``signature``, as its guard vouched (instead of
+        ``signature()``, whose side effects a specializer may redo here)."""
+
+    def _guard(self, signature: Hashable, args: Sequence[Any]) -> Callable[[tuple], bool] | None:
+        found = self._guards.get(signature)
+        if found is None:
+            found = self._guards.put(signature, self.guard(signature, args) or False)
+        return found or None
 
     def build(self, backend: str, signature: Hashable, args: Sequence[Any]) -> Variant:
         """Make the variant for ``backend``; the default knows only ``"python"`` (the plain
@@ -233,8 +252,12 @@ class Specializer:
             self.last_call = CallRecord(PYTHON, "disabled by ASP_DISABLE_JIT")
             return self.run_python(args, kwargs)
         try:
-            sig = self.signature(args)
             fast = self._fast
+            if fast is not None and fast[5] is not None and fast[5](args):
+                sig = fast[0]   # the guard vouches for the signature (``guard``)
+                self.guarded(sig)
+            else:
+                sig = self.signature(args)
             if fast is not None and fast[0] == sig and fast[1] > 0:
                 return self._run_again(fast, args)
             estimates = None if self.backend or self.config.selection == "fixed" else \
@@ -253,6 +276,7 @@ class Specializer:
                     warn_once(self.name, f"ran on {backend}: {_reasons(failures)}")
                 else:
                     self.last_call = found.record
+                    self._fast = [sig, FAST_CALLS, found, None, 0, self._guard(sig, args)]
                 return found.run(*args)
             failures.append(found)
         return self._fallback(_reasons(failures) or "no backend available", args, kwargs,
@@ -275,7 +299,7 @@ class Specializer:
             decision, decision.estimate, None
         self.last_call = found.record
         if decision.stable:  # the next calls of this signature may skip the choice
-            self._fast = [sig, FAST_CALLS, found, decision.estimate, 0]
+            self._fast = [sig, FAST_CALLS, found, decision.estimate, 0, self._guard(sig, args)]
         if not found.timed:
             return found.run(*args)   # the specializer reports the time (``observed``)
         started = time.perf_counter()
@@ -285,12 +309,16 @@ class Specializer:
 
     def _run_again(self, fast: list, args: Sequence[Any]) -> Any:
         """Run the variant the last call chose again (``FAST_CALLS`` calls of one signature
-        in a row skip the estimates and the choice; a quarter of them are timed)."""
+        in a row skip the estimates and the choice; a quarter of them are timed; a forced
+        backend's calls, without estimates, are not)."""
         fast[1] -= 1
         fast[4] += 1
-        self.selector.skipped(1)
         found, estimate = fast[2], fast[3]
         self.last_estimate, self.last_measured_s = estimate, None
+        self.last_call = found.record
+        if estimate is None:
+            return found.run(*args)
+        self.selector.skipped(1)
         if not found.timed or fast[4] & 3:
             return found.run(*args)
         started = time.perf_counter()

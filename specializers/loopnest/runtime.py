@@ -15,6 +15,7 @@ or ``ASP_SELECTION=fixed`` (the rule before the model: ``candidates``), skips th
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Any, Sequence
 
 import numpy as np
@@ -41,6 +42,8 @@ from .schedule.tree import SLoop
 from .lowering import KernelContext
 from .pipeline import NestAnalysis, RejectedNest
 from .rewrite import NO_VALUE, RUN_ORIGINAL
+
+log = logging.getLogger("asp.loopnest")
 
 _GATHER_IDS = itertools.count()
 
@@ -158,6 +161,21 @@ class NestRunner(Specializer):
         self.analysis.plan(key)
         self._key = key
         return types, key
+
+    def guard(self, signature, args: Sequence[Any]):
+        """The native check that a warm call's inputs have this signature and binding
+        (``guards``), or None where none can stand for them."""
+        from .guards import make_guard
+
+        types, key = signature
+        try:
+            return make_guard(self.analysis, types, key, args)
+        except Exception:  # noqa: BLE001 - a bug: logged; the calls compute their signature
+            log.exception("%s: no call guard for %s", self.name, signature)
+            return None
+
+    def guarded(self, signature) -> None:
+        self._key = signature[1]
 
     def candidates(self) -> tuple[str, ...]:
         """The forced backend (and serial C after a forced OpenMP in a process forked where

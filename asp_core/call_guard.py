@@ -1,0 +1,158 @@
+"""Call guards in C: one native call that says whether a call's arguments match the signature
+and binding of the variant the dispatcher ran last, so a warm call need not recompute them in
+Python.
+
+A specializer describes what must hold of each argument (``Check``: its exact type, an int's
+or a float's value where the binding depends on it, an array's dtype, dimensions, layout,
+writeability and shape) and which pairs of arrays must not share memory; ``make_guard`` turns
+that into a builtin function of the argument tuple answering True or False. False is always
+safe: the dispatcher then computes the signature in Python, as on a first call. So a guard may
+be stricter than the signature (a dtype compared by identity, a subclass of ndarray refused),
+never looser.
+
+The guards live in a small CPython extension (``templates/asp_core/call_guard.c.mako``), built
+once per interpreter, NumPy C API and compiler into the disk cache, and loaded from it with
+the same manifest checks as any compiled variant. Building it needs Python's headers
+(``Python.h``; Debian's ``python3-dev``) and NumPy's, which NumPy wheels ship: where they are
+missing or the build fails, ``make_guard`` returns None and says why once in the log (the
+dispatcher's Python path, as fast as before, stays in use).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+log = logging.getLogger("asp.guard")
+
+MODULE = "asp_call_guard"
+
+# The kinds of check (the C source's enum).
+TYPE, INT, INT_EQ, FLOAT, FLOAT_EQ, IS, ARRAY = range(7)
+
+
+@dataclass(frozen=True)
+class Check:
+    """What one argument must be: ``kind`` and its data (see the C source's header)."""
+
+    kind: int
+    data: tuple = ()
+
+    def as_tuple(self) -> tuple:
+        return (self.kind, *self.data)
+
+
+def type_is(t: type) -> Check:
+    return Check(TYPE, (t,))
+
+
+def is_object(value: Any) -> Check:
+    return Check(IS, (value,))
+
+
+def int64() -> Check:
+    return Check(INT)
+
+
+def int_equal(value: int) -> Check:
+    return Check(INT_EQ, (value,))
+
+
+def any_float() -> Check:
+    return Check(FLOAT)
+
+
+def float_equal(value: float) -> Check:
+    return Check(FLOAT_EQ, (value,))
+
+
+def array(dtype: Any, ndim: int, c_contiguous: bool, writeable: bool,
+          shape: Sequence[int]) -> Check:
+    """An exact ``numpy.ndarray`` whose dtype is the very object ``dtype`` (NumPy's built-in
+    dtypes are shared objects; an equal dtype made otherwise fails the guard, safely)."""
+    return Check(ARRAY, (dtype, ndim, c_contiguous, writeable, tuple(int(n) for n in shape)))
+
+
+Guard = Callable[[tuple], bool]
+
+
+def make_guard(checks: Sequence[Check], disjoint: Sequence[tuple[int, int]]) -> Guard | None:
+    """A native function of an argument tuple: True when argument ``i`` passes ``checks[i]``
+    for every ``i`` and the arrays of each pair in ``disjoint`` do not share memory (their
+    bounds do not overlap, as ``numpy.may_share_memory`` answers by default). None where the
+    extension cannot be built here (the reason is logged once)."""
+    module = _module()
+    if module is None:
+        return None
+    return module.make_guard(tuple(c.as_tuple() for c in checks),
+                             tuple((int(i), int(j)) for i, j in disjoint))
+
+
+def unavailable() -> str | None:
+    """Why guards cannot be made in this process, or None when they can."""
+    _module()
+    return _WHY_NOT[0] if _WHY_NOT else None
+
+
+_WHY_NOT: list[str] = []
+
+
+@functools.lru_cache(maxsize=1)
+def _module() -> Any:
+    try:
+        return _load()
+    except Exception as exc:  # noqa: BLE001 - any failure leaves the Python path in use
+        _WHY_NOT.append(f"{type(exc).__name__}: {exc}")
+        log.info("call guards are not available (warm calls check their arguments in "
+                 "Python): %s", _WHY_NOT[0])
+        return None
+
+
+def _include_dirs() -> tuple[str, str]:
+    import numpy
+
+    python = sysconfig.get_paths()["include"]
+    if not (Path(python) / "Python.h").exists():
+        raise FileNotFoundError(f"Python's headers are not installed (no Python.h in {python}; "
+                                "on Debian: apt-get install python3-dev)")
+    return python, numpy.get_include()
+
+
+def _load() -> Any:
+    import importlib.machinery
+    import importlib.util
+
+    import numpy
+
+    from .backends.c import default_compiler, run_compiler
+    from .cache import check_entry_file, disk_cache, stable_key
+    from .config import current
+    from .templates import render
+
+    python_include, numpy_include = _include_dirs()
+    compiler = default_compiler()
+    source = render("asp_core/call_guard.c.mako", module=MODULE)
+    extra = (f"-I{python_include}", f"-I{numpy_include}")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    key = stable_key("call-guard", source, compiler.abi_id(), sys.implementation.cache_tag,
+                     suffix, numpy.__version__, extra)
+    library = f"{MODULE}{suffix}"
+
+    def build(folder: Path) -> None:
+        src = folder / f"{MODULE}.c"
+        src.write_text(source)
+        run_compiler(compiler.command([str(src)], str(folder / library), extra), src,
+                     "compiling the call guards")
+
+    cache = disk_cache(current().cache_dir)
+    path = check_entry_file(cache.entry(key, build), library)
+    loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
+    spec = importlib.util.spec_from_loader(MODULE, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module

@@ -1,0 +1,231 @@
+/* asp call guards: does a call's arguments match a cached signature and binding?  (C, for
+ * the dispatcher's warm path: asp_core.call_guard.)
+ *
+ * make_guard(checks, pairs) returns a builtin function of one argument, the call's positional
+ * arguments as a tuple, answering True only when every argument passes its check and no pair
+ * of arrays listed shares memory. Any doubt answers False: the caller then takes the path that
+ * computes the signature in Python, which is always right. So every check here may be
+ * stricter than the Python signature, never looser.
+ *
+ * checks: one tuple per argument, (kind, ...):
+ *   (TYPE, t)                          type(v) is t
+ *   (INT,)                             an exact int within int64
+ *   (INT_EQ, value)                    an exact int equal to value (an int64)
+ *   (FLOAT,)                           an exact float
+ *   (FLOAT_EQ, value)                  an exact float equal to value
+ *   (IS, object)                       v is object
+ *   (ARRAY, dtype, ndim, c_contiguous, writeable, shape)
+ *                                      an exact numpy.ndarray with this very dtype object,
+ *                                      these flags and this shape
+ * pairs: (i, j) positions of two arrays whose memory bounds must not overlap (numpy's
+ * may_share_memory with its default, bounds-only, answer).
+ *
+ * A template only for the module's name (${"$"}{module}): kept with the templates, it ships with
+ * them (setup.py) and is found the same way (asp_core.templates).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { K_TYPE = 0, K_INT = 1, K_INT_EQ = 2, K_FLOAT = 3, K_FLOAT_EQ = 4, K_IS = 5, K_ARRAY = 6 };
+
+typedef struct {
+    int kind;
+    PyObject *object;            /* the type, the object, or the dtype (a borrowed copy of a
+                                    reference the spec tuple keeps alive) */
+    long long ivalue;
+    double fvalue;
+    int ndim, c_contiguous, writeable;
+    npy_intp shape[NPY_MAXDIMS];
+} Check;
+
+typedef struct {
+    Py_ssize_t n, npairs;
+    PyObject *keep;              /* the (checks, pairs) tuples: keeps the objects alive */
+    Check *checks;
+    Py_ssize_t *pairs;           /* 2 * npairs positions */
+} Guard;
+
+static void guard_free(PyObject *capsule) {
+    Guard *g = (Guard *)PyCapsule_GetPointer(capsule, "asp.guard");
+    if (g == NULL) { PyErr_Clear(); return; }
+    Py_XDECREF(g->keep);
+    PyMem_Free(g->checks);
+    PyMem_Free(g->pairs);
+    PyMem_Free(g);
+}
+
+/* The lowest and one past the highest byte an array's elements occupy; 0 if it has none. */
+static int array_bounds(PyArrayObject *a, uintptr_t *low, uintptr_t *high) {
+    int nd = PyArray_NDIM(a);
+    npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+    intptr_t lo = 0, hi = 0;
+    for (int d = 0; d < nd; d++) {
+        if (dims[d] == 0) return 0;
+        intptr_t span = (intptr_t)(dims[d] - 1) * (intptr_t)strides[d];
+        if (span < 0) lo += span; else hi += span;
+    }
+    *low = (uintptr_t)PyArray_BYTES(a) + lo;
+    *high = (uintptr_t)PyArray_BYTES(a) + hi + PyArray_ITEMSIZE(a);
+    return 1;
+}
+
+static int passes(const Check *c, PyObject *v) {
+    int overflow = 0;
+    long long value;
+    switch (c->kind) {
+    case K_TYPE:
+        return (PyObject *)Py_TYPE(v) == c->object;
+    case K_IS:
+        return v == c->object;
+    case K_INT:
+    case K_INT_EQ:
+        if (!PyLong_CheckExact(v)) return 0;
+        value = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (value == -1 && PyErr_Occurred())) { PyErr_Clear(); return 0; }
+        return c->kind == K_INT || value == c->ivalue;
+    case K_FLOAT:
+        return PyFloat_CheckExact(v);
+    case K_FLOAT_EQ:
+        return PyFloat_CheckExact(v) && PyFloat_AS_DOUBLE(v) == c->fvalue;
+    case K_ARRAY: {
+        if (Py_TYPE(v) != &PyArray_Type) return 0;
+        PyArrayObject *a = (PyArrayObject *)v;
+        if ((PyObject *)PyArray_DESCR(a) != c->object || PyArray_NDIM(a) != c->ndim) return 0;
+        int flags = PyArray_FLAGS(a);
+        if (!!(flags & NPY_ARRAY_C_CONTIGUOUS) != c->c_contiguous ||
+            !!(flags & NPY_ARRAY_WRITEABLE) != c->writeable) return 0;
+        return memcmp(PyArray_DIMS(a), c->shape, sizeof(npy_intp) * c->ndim) == 0;
+    }
+    }
+    return 0;
+}
+
+static PyObject *guard_call(PyObject *capsule, PyObject *args) {
+    Guard *g = (Guard *)PyCapsule_GetPointer(capsule, "asp.guard");
+    if (g == NULL) return NULL;
+    if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != g->n) Py_RETURN_FALSE;
+    for (Py_ssize_t i = 0; i < g->n; i++)
+        if (!passes(&g->checks[i], PyTuple_GET_ITEM(args, i))) Py_RETURN_FALSE;
+    for (Py_ssize_t p = 0; p < g->npairs; p++) {
+        PyObject *x = PyTuple_GET_ITEM(args, g->pairs[2 * p]);
+        PyObject *y = PyTuple_GET_ITEM(args, g->pairs[2 * p + 1]);
+        uintptr_t xl, xh, yl, yh;
+        if (x == y) Py_RETURN_FALSE;
+        if (array_bounds((PyArrayObject *)x, &xl, &xh) &&
+            array_bounds((PyArrayObject *)y, &yl, &yh) && xl < yh && yl < xh)
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef guard_def = {"guard", guard_call, METH_O,
+                                "True when the arguments (a tuple) match the guard's checks."};
+
+static int read_check(PyObject *item, Check *c) {
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 1) goto bad;
+    c->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
+    Py_ssize_t size = PyTuple_GET_SIZE(item);
+    switch (c->kind) {
+    case K_TYPE: case K_IS:
+        if (size != 2) goto bad;
+        c->object = PyTuple_GET_ITEM(item, 1);
+        return 0;
+    case K_INT: case K_FLOAT:
+        return size == 1 ? 0 : -1;
+    case K_INT_EQ:
+        if (size != 2) goto bad;
+        c->ivalue = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
+        return PyErr_Occurred() ? -1 : 0;
+    case K_FLOAT_EQ:
+        if (size != 2) goto bad;
+        c->fvalue = PyFloat_AsDouble(PyTuple_GET_ITEM(item, 1));
+        return PyErr_Occurred() ? -1 : 0;
+    case K_ARRAY: {
+        if (size != 6) goto bad;
+        c->object = PyTuple_GET_ITEM(item, 1);
+        if (!PyArray_DescrCheck(c->object)) goto bad;
+        c->ndim = (int)PyLong_AsLong(PyTuple_GET_ITEM(item, 2));
+        c->c_contiguous = PyObject_IsTrue(PyTuple_GET_ITEM(item, 3));
+        c->writeable = PyObject_IsTrue(PyTuple_GET_ITEM(item, 4));
+        PyObject *shape = PyTuple_GET_ITEM(item, 5);
+        if (PyErr_Occurred() || c->ndim < 0 || c->ndim > NPY_MAXDIMS ||
+            !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != c->ndim) goto bad;
+        for (int d = 0; d < c->ndim; d++) {
+            c->shape[d] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+            if (PyErr_Occurred()) return -1;
+        }
+        return 0;
+    }
+    }
+bad:
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "malformed guard check");
+    return -1;
+}
+
+static PyObject *make_guard(PyObject *self, PyObject *args) {
+    PyObject *checks, *pairs;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &checks, &PyTuple_Type, &pairs))
+        return NULL;
+    Guard *g = PyMem_Calloc(1, sizeof(Guard));
+    if (g == NULL) return PyErr_NoMemory();
+    g->n = PyTuple_GET_SIZE(checks);
+    g->npairs = PyTuple_GET_SIZE(pairs);
+    g->checks = PyMem_Calloc(g->n ? g->n : 1, sizeof(Check));
+    g->pairs = PyMem_Calloc(g->npairs ? 2 * g->npairs : 1, sizeof(Py_ssize_t));
+    g->keep = PyTuple_Pack(2, checks, pairs);
+    PyObject *capsule = NULL;
+    if (g->checks == NULL || g->pairs == NULL || g->keep == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < g->n; i++)
+        if (read_check(PyTuple_GET_ITEM(checks, i), &g->checks[i]) < 0) goto fail;
+    for (Py_ssize_t p = 0; p < g->npairs; p++) {
+        PyObject *pair = PyTuple_GET_ITEM(pairs, p);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_ValueError, "malformed guard pair");
+            goto fail;
+        }
+        for (int k = 0; k < 2; k++) {
+            Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, k));
+            if (PyErr_Occurred()) goto fail;
+            if (at < 0 || at >= g->n || g->checks[at].kind != K_ARRAY) {
+                PyErr_SetString(PyExc_ValueError, "a guard pair names an argument that is not "
+                                                  "checked as an array");
+                goto fail;
+            }
+            g->pairs[2 * p + k] = at;
+        }
+    }
+    capsule = PyCapsule_New(g, "asp.guard", guard_free);
+    if (capsule == NULL) goto fail;
+    PyObject *function = PyCFunction_New(&guard_def, capsule);
+    Py_DECREF(capsule);  /* the function holds it */
+    return function;
+fail:
+    Py_XDECREF(g->keep);
+    PyMem_Free(g->checks);
+    PyMem_Free(g->pairs);
+    PyMem_Free(g);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"make_guard", make_guard, METH_VARARGS,
+     "make_guard(checks, pairs): a function of an argument tuple (see the source's header)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "${module}", "asp call guards (asp_core.call_guard)", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC PyInit_${module}(void) {
+    import_array();
+    return PyModule_Create(&module_def);
+}
