@@ -40,7 +40,7 @@ setup(
     packages=find_packages(include=["asp_core", "asp_core.*", "specializers", "specializers.*"])
     + template_packages(),
     package_dir={"asp_core._templates": "templates"},
-    package_data={name: ["*.mako"] for name in template_packages()},
+    package_data={name: ["*.mako", "*.c"] for name in template_packages()},
     install_requires=[
         "numpy>=1.24",
         "codepy>=2023.1",

@@ -10,9 +10,9 @@ safe: the dispatcher then computes the signature in Python, as on a first call. 
 be stricter than the signature (a dtype compared by identity, a subclass of ndarray refused),
 never looser.
 
-The guards live in a small CPython extension (``templates/asp_core/call_guard.c.mako``), built
-once per interpreter, NumPy C API and compiler into the disk cache, and loaded from it with
-the same manifest checks as any compiled variant. Building it needs Python's headers
+The guards live in a small CPython extension (``templates/asp_core/call_guard.c``), built
+once per interpreter, NumPy version and compiler into the disk cache, and loaded from it, in a
+background thread, with the same manifest checks as any compiled variant. Building it needs Python's headers
 (``Python.h``; Debian's ``python3-dev``) and NumPy's, which NumPy wheels ship: where they are
 missing or the build fails, ``make_guard`` returns None and says why once in the log (the
 dispatcher's Python path, as fast as before, stays in use).
@@ -20,10 +20,10 @@ dispatcher's Python path, as fast as before, stays in use).
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import sysconfig
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -84,9 +84,13 @@ Guard = Callable[[tuple], bool]
 def make_guard(checks: Sequence[Check], disjoint: Sequence[tuple[int, int]]) -> Guard | None:
     """A native function of an argument tuple: True when argument ``i`` passes ``checks[i]``
     for every ``i`` and the arrays of each pair in ``disjoint`` do not share memory (their
-    bounds do not overlap, as ``numpy.may_share_memory`` answers by default). None where the
-    extension cannot be built here (the reason is logged once)."""
-    module = _module()
+    bounds do not overlap, as ``numpy.may_share_memory`` answers by default).
+
+    None while the extension is not loaded: the first call in a process starts loading it
+    (building it into the disk cache if it is not there) in a background thread, so no call
+    waits for the compiler; and None for good where it cannot be built here (the reason is
+    logged once, and ``unavailable()`` says it)."""
+    module = _LOADED[0] if _LOADED else _start_loading()
     if module is None:
         return None
     return module.make_guard(tuple(c.as_tuple() for c in checks),
@@ -94,23 +98,41 @@ def make_guard(checks: Sequence[Check], disjoint: Sequence[tuple[int, int]]) -> 
 
 
 def unavailable() -> str | None:
-    """Why guards cannot be made in this process, or None when they can."""
-    _module()
+    """Why guards cannot be made in this process, or None when they can (waits for the
+    extension to load)."""
+    _start_loading()
+    _READY.wait()
     return _WHY_NOT[0] if _WHY_NOT else None
 
 
-_WHY_NOT: list[str] = []
+_LOADED: list[Any] = []      # the module, once loaded
+_WHY_NOT: list[str] = []     # why it could not be
+_READY = threading.Event()   # set when either is known
+_STARTED = threading.Lock()
 
 
-@functools.lru_cache(maxsize=1)
-def _module() -> Any:
+def _start_loading() -> None:
+    """Start loading the extension in a background thread (once per process); None."""
+    if _STARTED.acquire(blocking=False):
+        threading.Thread(target=_load_now, name="asp-call-guard", daemon=True).start()
+    return None
+
+
+def _load_now() -> None:
+    # Loading waits on files and the compiler, each time giving up the GIL; a calling thread
+    # busy in Python would keep it for a whole switch interval (5 ms) every time (see the
+    # background builds in asp_core.specializer).
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, 0.0002))
     try:
-        return _load()
+        _LOADED.append(_load())
     except Exception as exc:  # noqa: BLE001 - any failure leaves the Python path in use
         _WHY_NOT.append(f"{type(exc).__name__}: {exc}")
         log.info("call guards are not available (warm calls check their arguments in "
                  "Python): %s", _WHY_NOT[0])
-        return None
+    finally:
+        sys.setswitchinterval(interval)
+        _READY.set()
 
 
 def _include_dirs() -> tuple[str, str]:
@@ -132,11 +154,11 @@ def _load() -> Any:
     from .backends.c import default_compiler, run_compiler
     from .cache import check_entry_file, disk_cache, stable_key
     from .config import current
-    from .templates import render
+    from .templates import project_templates_dir
 
     python_include, numpy_include = _include_dirs()
     compiler = default_compiler()
-    source = render("asp_core/call_guard.c.mako", module=MODULE)
+    source = (project_templates_dir() / "asp_core" / "call_guard.c").read_text()
     extra = (f"-I{python_include}", f"-I{numpy_include}")
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     key = stable_key("call-guard", source, compiler.abi_id(), sys.implementation.cache_tag,

@@ -197,8 +197,10 @@ class Specializer:
 
     def guard(self, signature: Hashable, args: Sequence[Any]) -> Callable[[tuple], bool] | None:
         """A function of an argument tuple that answers True only where ``signature(args)``
-        would be ``signature`` (cheaper than computing it: ``asp_core.call_guard``), or None:
-        warm calls then compute their signature. Asked once per signature."""
+        would be ``signature`` (cheaper than computing it: ``asp_core.call_guard``); False
+        where none can be made for it (not asked again), None where none can be made now
+        (asked again when the signature next becomes the fast path's). Without a guard,
+        warm calls compute their signature."""
         return None
 
     def guarded(self, signature: Hashable) -> None:
@@ -208,7 +210,9 @@ class Specializer:
     def _guard(self, signature: Hashable, args: Sequence[Any]) -> Callable[[tuple], bool] | None:
         found = self._guards.get(signature)
         if found is None:
-            found = self._guards.put(signature, self.guard(signature, args) or False)
+            found = self.guard(signature, args)
+            if found is not None:
+                self._guards.put(signature, found)
         return found or None
 
     def build(self, backend: str, signature: Hashable, args: Sequence[Any]) -> Variant:

@@ -84,9 +84,10 @@ def guard_checks(analysis, types: Sequence[Any], key, inputs: Sequence[Any]
 
 
 def make_guard(analysis, types: Sequence[Any], key, inputs: Sequence[Any]):
-    """The native guard of this call's signature and binding, or None (none can stand for
-    it, or guards cannot be built here: ``asp_core.call_guard``)."""
+    """The native guard of this call's signature and binding; False where none can stand for
+    it; None where guards cannot be made now (``asp_core.call_guard``: not loaded yet, or
+    not buildable here)."""
     found = guard_checks(analysis, types, key, inputs)
     if found is None:
-        return None
+        return False
     return cg.make_guard(*found)

@@ -164,7 +164,7 @@ class NestRunner(Specializer):
 
     def guard(self, signature, args: Sequence[Any]):
         """The native check that a warm call's inputs have this signature and binding
-        (``guards``), or None where none can stand for them."""
+        (``guards``): False where none can stand for them, None where none can be made now."""
         from .guards import make_guard
 
         types, key = signature
@@ -172,7 +172,7 @@ class NestRunner(Specializer):
             return make_guard(self.analysis, types, key, args)
         except Exception:  # noqa: BLE001 - a bug: logged; the calls compute their signature
             log.exception("%s: no call guard for %s", self.name, signature)
-            return None
+            return False
 
     def guarded(self, signature) -> None:
         self._key = signature[1]

@@ -52,19 +52,20 @@ def compile_variant(backend: str, analysis, plan, types, signature, title: str,
     loaded = compile_c(module.source, module.cdef, name="nest", openmp=module.openmp)
     in_order = in_source_order(plan.schedule, analysis.sequential) and \
         (backend == "c" or not plan.parallel)
-    return CompiledVariant(module, loaded, analysis, plan, threads or 0, in_order)
+    return CompiledVariant(module, loaded, analysis, plan, threads or 0, in_order, signature)
 
 
 class CompiledVariant:
     """A compiled nest, called with the nest's inputs. ``in_order``: it runs the statement
     instances in Python's order, so an error stops it where Python stops."""
 
-    def __init__(self, module: CModule, loaded, analysis, plan, threads: int, in_order: bool):
+    def __init__(self, module: CModule, loaded, analysis, plan, threads: int, in_order: bool,
+                 signature=None):
         self.module = module
         self.analysis = analysis
         self.plan = plan
         self.in_order = in_order
-        self._call = _call_function(module, loaded, threads)
+        self._call = _call_function(module, loaded, threads, signature)
         self._index_error = None if in_order else _corner_check(analysis, plan)
         self._results = NestResults(analysis, module.outputs)
 
@@ -130,11 +131,15 @@ def _converter(ty: Ty):
     return ty.dtype.type
 
 
-def _call_function(module: CModule, loaded, threads: int):
-    """A generated Python function passing the inputs to the C entry point."""
+def _call_function(module: CModule, loaded, threads: int, signature=None):
+    """A generated Python function passing the inputs to the C entry point. The variant runs
+    only calls of its ``signature``: an array it takes C-contiguous passes its buffer as is."""
     items = []
     for arg in module.arguments:
-        if arg.kind == "array":
+        if arg.kind == "array" and signature is not None and \
+                signature[arg.position].layout == "C":
+            items.append(f"buffer(inputs[{arg.position}])")
+        elif arg.kind == "array":
             items.append(f"ap(ffi, inputs[{arg.position}])")
         elif arg.kind == "shape":
             items.append(f"inputs[{arg.position}].shape[{arg.dim}]")
@@ -149,6 +154,7 @@ def _call_function(module: CModule, loaded, threads: int):
     name = f"call_{next(_IDS)}"
     source = returning(name, ("inputs",), items, "entry")
     namespace: dict[str, Any] = {"ap": array_pointer, "ffi": loaded.ffi,
+                                 "buffer": loaded.ffi.from_buffer,
                                  "entry": loaded.function(module.entry)}
     exec(compile(source, f"<asp {name}>", "exec"), namespace)  # noqa: S102
     function = namespace[name]

@@ -20,8 +20,8 @@
  * pairs: (i, j) positions of two arrays whose memory bounds must not overlap (numpy's
  * may_share_memory with its default, bounds-only, answer).
  *
- * A template only for the module's name (${"$"}{module}): kept with the templates, it ships with
- * them (setup.py) and is found the same way (asp_core.templates).
+ * Plain C (no template): kept with the templates, it ships with them (setup.py) and is found
+ * the same way (asp_core.templates.project_templates_dir).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -221,11 +221,11 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "${module}", "asp call guards (asp_core.call_guard)", -1,
+    PyModuleDef_HEAD_INIT, "asp_call_guard", "asp call guards (asp_core.call_guard)", -1,
     module_methods,
 };
 
-PyMODINIT_FUNC PyInit_${module}(void) {
+PyMODINIT_FUNC PyInit_asp_call_guard(void) {
     import_array();
     return PyModule_Create(&module_def);
 }
