@@ -114,7 +114,9 @@ _STARTED = threading.Lock()
 def _start_loading() -> None:
     """Start loading the extension in a background thread (once per process); None."""
     if _STARTED.acquire(blocking=False):
-        threading.Thread(target=_load_now, name="asp-call-guard", daemon=True).start()
+        # (not a daemon: a process that ends during a build waits for it, as it waits for
+        # the background builds of variants, instead of leaving it half-written)
+        threading.Thread(target=_load_now, name="asp-call-guard").start()
     return None
 
 

@@ -184,6 +184,7 @@ class Specializer:
         # calls left, variant, estimate (None for a forced backend), count, guard or None]
         self._fast: list | None = None
         self._guards = LRUCache(self.variant_cache_size)  # signature -> guard (or False)
+        self._fast_entries = 0   # how often a choice became the fast path
         self.selector = Selector()
         self.last_decision: Decision | None = None
         self.last_estimate: Estimate | None = None
@@ -208,6 +209,9 @@ class Specializer:
         ``signature()``, whose side effects a specializer may redo here)."""
 
     def _guard(self, signature: Hashable, args: Sequence[Any]) -> Callable[[tuple], bool] | None:
+        self._fast_entries += 1
+        if self._fast_entries <= GUARD_AFTER:  # a short run need not build the guards
+            return None
         found = self._guards.get(signature)
         if found is None:
             found = self.guard(signature, args)
@@ -484,6 +488,9 @@ def _background() -> ThreadPoolExecutor:
 BUILD_SWITCH_INTERVAL = 0.0002
 #: Calls of one signature in a row that run the last choice without choosing again.
 FAST_CALLS = 8
+#: Fast paths entered (each up to FAST_CALLS calls) before the warm calls ask for a call guard
+#: (whose first use in a process may build it: a script of a few calls never does).
+GUARD_AFTER = 8
 
 
 def _reasons(failures: Sequence[_Failure]) -> str | None:

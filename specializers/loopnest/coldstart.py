@@ -77,18 +77,25 @@ class ColdStart:
             self.calls += 1
 
 
+_NO_ATTRIBUTES: dict = {}
+
+
 def work_hint(owner: Any, args: tuple, kwargs: dict, depth: int = 1) -> float:
     """An estimate, in seconds of the interpreter, of the work a call with these arguments
     may do, for a method whose loops nest ``depth`` deep (see the module)."""
     elements = largest = 0
     dims = 1
-    for value in (*args, *kwargs.values(), *getattr(owner, "__dict__", {}).values()):
-        if type(value) is np.ndarray:
-            elements += value.size
-            if value.size > largest:
-                largest, dims = value.size, max(1, value.ndim)
-        elif type(value) is int and value > 0:
-            elements += value
+    ndarray = np.ndarray
+    for values in (args, kwargs.values(), getattr(owner, "__dict__", _NO_ATTRIBUTES).values()):
+        for value in values:  # (run on every cold call: kept lean)
+            kind = type(value)
+            if kind is ndarray:
+                size = value.size
+                elements += size
+                if size > largest:
+                    largest, dims = size, value.ndim or 1
+            elif kind is int and value > 0:
+                elements += value
     if largest and depth > dims:
         elements = max(elements, largest ** (depth / dims))
     return elements * WORK_S_PER_ELEMENT

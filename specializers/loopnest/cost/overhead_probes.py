@@ -6,8 +6,9 @@ one-element arrays, against the same method run as plain Python (``tiny_plain``)
 
 * ``c_call_ns``: one run of the compiled variant itself (what the dispatcher times: the
   arguments, cffi, the results), called directly with the nest's inputs;
-* ``dispatch_ns``: the rest of a compiled call through the cost model's path (the signature,
-  the binding, the estimates, the choice, the bookkeeping; the selector pinned to serial C,
+* ``dispatch_ns``: the rest of a compiled call through the cost model's path (the signature
+  and binding, or their call guard, ``asp_core.call_guard``, loaded first; the estimates,
+  the choice, the bookkeeping; the selector pinned to serial C,
   ``asp_core.selection.Selector.pin``, so that no probe of another variant interferes): the
   kernel's call less ``c_call_ns`` and less the plain method on empty arrays (the code of the
   method outside its nest);
@@ -47,6 +48,9 @@ from .timing import best_per_unit
 def measure_calls(quick: bool, compiled: bool = True) -> dict[str, float]:
     """``c_call_ns``, ``dispatch_ns``, ``py_call_ns`` and ``settled_call_ns`` of
     ``MachineParams`` (without a C compiler, ``py_call_ns`` is the whole Python path)."""
+    from asp_core import call_guard
+
+    call_guard.unavailable()  # warm calls run through the call guards once they are loaded
     one = [np.zeros(1), np.ones(1), np.ones(1)]
     empty = [np.zeros(0) for _ in range(3)]
     python = _pinned(ORIGINAL, "python", one)
