@@ -1,6 +1,7 @@
 """Call guards in C: one native call that says whether a call's arguments match the signature
 and binding of the variant the dispatcher ran last, so a warm call need not recompute them in
-Python.
+Python; and native calls of compiled variants (``make_caller``), which pass a nest's inputs to
+its C entry point without building cffi arguments in Python.
 
 A specializer describes what must hold of each argument (``Check``: its exact type, an int's
 or a float's value where the binding depends on it, an array's dtype, dimensions, layout,
@@ -95,6 +96,25 @@ def make_guard(checks: Sequence[Check], disjoint: Sequence[tuple[int, int]]) -> 
         return None
     return module.make_guard(tuple(c.as_tuple() for c in checks),
                              tuple((int(i), int(j)) for i, j in disjoint))
+
+
+# The kinds of argument of a native call (the C source's enum).
+ARRAY_DATA, SHAPE, STRIDE, REAL, INTEGER, TRUTH, CONSTANT = range(7)
+
+
+def make_caller(address: int, plan: Sequence[tuple], inputs: int, result_size: int,
+                outputs: bool) -> Callable[[tuple], bytes | None] | None:
+    """A native function calling a compiled variant's packed entry point (``void
+    entry(const asp_slot *slots, void *result)`` at ``address``) with the nest's ``inputs``
+    (a tuple of that many values), one slot per C argument as ``plan`` says (see the C
+    source), the GIL released and the arrays' buffers held during the call. It returns None
+    where the result record has no error and the nest no ``outputs``, else the record's
+    bytes (``result_size`` of them). None where the extension is not loaded (see
+    ``make_guard``)."""
+    module = _LOADED[0] if _LOADED else _start_loading()
+    if module is None:
+        return None
+    return module.make_caller(address, tuple(plan), inputs, result_size, outputs)
 
 
 def unavailable() -> str | None:

@@ -68,16 +68,54 @@ class CompiledVariant:
         self._call = _call_function(module, loaded, threads, signature)
         self._index_error = None if in_order else _corner_check(analysis, plan)
         self._results = NestResults(analysis, module.outputs)
+        self._loaded, self._threads = loaded, threads
+        self._native = None   # the native call, once the extension is loaded (``_native_call``)
+        self._native_tries = 0
+        # what a call without outputs returns (None where loop variables are computed)
+        self._nothing = None if module.outputs or self._results._finals is not None else \
+            (NO_VALUE,) * len(analysis.names.outputs)
 
     def __call__(self, *inputs: Any) -> tuple:
         if self._index_error is not None:
             error = self._index_error(inputs)
             if error is not None:  # before any native write (``rollback`` reruns the call)
                 raise error
-        out = self._call(inputs)
+        native = self._native
+        if native is None and self._native_tries < NATIVE_TRIES:
+            native = self._native_call()
+        if native is not None:
+            record = native(inputs)
+            if record is None:  # no error, and no outputs
+                return self._nothing or self._results(inputs, None)
+            out = self._loaded.ffi.from_buffer(self._record_type, record)
+        else:
+            out = self._call(inputs)
         if out.err.code:
             raise python_error(out.err, self.module)
         return self._results(inputs, lambda field: getattr(out, field))
+
+    def _native_call(self):
+        """The native call of this variant (``asp_core.call_guard.make_caller``), or None:
+        not made yet (the extension loads in the background: asked again on later calls, up
+        to ``NATIVE_TRIES``), or not possible (an argument of a type it does not pass)."""
+        from asp_core import call_guard
+
+        self._native_tries += 1
+        plan = native_plan(self.module, self._threads)
+        if plan is None or not self.module.packed:
+            self._native_tries = NATIVE_TRIES
+            return None
+        ffi = self._loaded.ffi
+        entry = self._loaded.function(self.module.entry)
+        record = ffi.typeof(entry).result
+        self._record_type = ffi.typeof(ffi.getctype(record, "*"))
+        address = int(ffi.cast("uintptr_t", self._loaded.function(self.module.packed)))
+        self._native = call_guard.make_caller(
+            address, plan, len(self.analysis.names.inputs), ffi.sizeof(record),
+            bool(self.module.outputs))
+        if self._native is not None:
+            self._native_tries = NATIVE_TRIES
+        return self._native
 
 
 class NestResults:
@@ -129,6 +167,41 @@ def _converter(ty: Ty):
     if ty.weak:
         return {"b": bool, "i": int, "f": float}[ty.kind]
     return ty.dtype.type
+
+
+#: Calls of a variant that ask for its native call while the extension is not loaded.
+NATIVE_TRIES = 64
+
+#: The C integer types a native call passes, and their ranges.
+_INT_RANGES = {"int64_t": (-2**63, 2**63 - 1), "int32_t": (-2**31, 2**31 - 1),
+               "int16_t": (-2**15, 2**15 - 1), "int8_t": (-2**7, 2**7 - 1),
+               "uint32_t": (0, 2**32 - 1), "uint16_t": (0, 2**16 - 1), "uint8_t": (0, 2**8 - 1)}
+
+
+def native_plan(module: CModule, threads: int) -> tuple | None:
+    """How a native call fills the slots of ``module``'s packed entry point: what
+    ``_call_function`` passes, argument for argument (None: an argument it cannot pass)."""
+    from asp_core import call_guard as cg
+
+    plan = []
+    for arg in module.arguments:
+        if arg.kind == "array":
+            plan.append((cg.ARRAY_DATA, arg.position))
+        elif arg.kind == "shape":
+            plan.append((cg.SHAPE, arg.position, arg.dim))
+        elif arg.kind == "stride":
+            plan.append((cg.STRIDE, arg.position, arg.dim))
+        elif arg.kind == "scalar" and arg.ctype in ("double", "float"):
+            plan.append((cg.REAL, arg.position))
+        elif arg.kind == "scalar" and arg.ctype == "bool":
+            plan.append((cg.TRUTH, arg.position))
+        elif arg.kind == "scalar" and arg.ctype in _INT_RANGES:
+            plan.append((cg.INTEGER, arg.position, *_INT_RANGES[arg.ctype]))
+        elif arg.kind == "threads":
+            plan.append((cg.CONSTANT, int(threads)))
+        else:
+            return None
+    return tuple(plan)
 
 
 def _call_function(module: CModule, loaded, threads: int, signature=None):

@@ -1,5 +1,5 @@
-/* asp call guards: does a call's arguments match a cached signature and binding?  (C, for
- * the dispatcher's warm path: asp_core.call_guard.)
+/* asp call guards: does a call's arguments match a cached signature and binding?  And native
+ * calls of compiled variants.  (C, for the dispatcher's warm path: asp_core.call_guard.)
  *
  * make_guard(checks, pairs) returns a builtin function of one argument, the call's positional
  * arguments as a tuple, answering True only when every argument passes its check and no pair
@@ -27,6 +27,8 @@
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -214,7 +216,210 @@ fail:
     return NULL;
 }
 
+/* ---- native calls of compiled variants ----------------------------------------------------
+ *
+ * make_caller(address, plan, ninputs, result_size, outputs) returns a builtin function of one
+ * argument, the inputs tuple of a nest, that calls the variant's packed entry point (at
+ * address: void entry(const asp_slot *slots, void *result)) with one slot per C argument,
+ * filled as the variant's Python call function would convert them, with the GIL released as
+ * cffi releases it, and each array's buffer held (as cffi's from_buffer holds it) so that no
+ * other thread can free or resize an array while native code runs on it. It returns None
+ * when the result record says no error and the nest has no outputs, else the record's bytes.
+ *
+ * plan: one tuple per C argument:
+ *   (ARRAY, position)            the array's data pointer
+ *   (SHAPE, position, dim)       its extent along dim
+ *   (STRIDE, position, dim)      its stride along dim, in bytes
+ *   (REAL, position)             float(value)
+ *   (INTEGER, position, lo, hi)  int(value), which must lie in [lo, hi] (OverflowError)
+ *   (TRUTH, position)            bool(value)
+ *   (CONSTANT, value)            an int64
+ */
+enum { A_ARRAY = 0, A_SHAPE = 1, A_STRIDE = 2, A_REAL = 3, A_INTEGER = 4, A_TRUTH = 5,
+       A_CONSTANT = 6 };
+#define MAX_SLOTS 128
+#define MAX_RESULT 4096
+
+typedef union { void *p; int64_t i; double d; } asp_slot;
+typedef void (*packed_entry)(const asp_slot *slots, void *result);
+
+typedef struct {
+    int kind, position, dim;
+    long long lo, hi, value;
+} Arg;
+
+typedef struct {
+    packed_entry entry;
+    Py_ssize_t nargs, ninputs;
+    Arg *args;
+    Py_ssize_t result_size;
+    int outputs;
+} Caller;
+
+static void caller_free(PyObject *capsule) {
+    Caller *c = (Caller *)PyCapsule_GetPointer(capsule, "asp.caller");
+    if (c == NULL) { PyErr_Clear(); return; }
+    PyMem_Free(c->args);
+    PyMem_Free(c);
+}
+
+static PyObject *caller_call(PyObject *capsule, PyObject *inputs) {
+    Caller *c = (Caller *)PyCapsule_GetPointer(capsule, "asp.caller");
+    if (c == NULL) return NULL;
+    if (!PyTuple_Check(inputs) || PyTuple_GET_SIZE(inputs) != c->ninputs) {
+        PyErr_SetString(PyExc_TypeError, "a native call takes the nest's inputs as a tuple");
+        return NULL;
+    }
+    asp_slot slots[MAX_SLOTS];
+    Py_buffer views[MAX_SLOTS];
+    Py_ssize_t held = 0;
+    union { max_align_t align; char bytes[MAX_RESULT]; } result;
+    PyObject *answer = NULL;
+    for (Py_ssize_t k = 0; k < c->nargs; k++) {
+        const Arg *a = &c->args[k];
+        PyObject *v = a->kind == A_CONSTANT ? NULL : PyTuple_GET_ITEM(inputs, a->position);
+        switch (a->kind) {
+        case A_ARRAY:
+            if (!PyArray_Check(v)) {
+                PyErr_SetString(PyExc_TypeError, "a native call was given a non-array");
+                goto done;
+            }
+            if (PyObject_GetBuffer(v, &views[held], PyBUF_STRIDES) < 0) goto done;
+            held++;
+            slots[k].p = PyArray_DATA((PyArrayObject *)v);
+            break;
+        case A_SHAPE:
+        case A_STRIDE:
+            if (!PyArray_Check(v) || a->dim >= PyArray_NDIM((PyArrayObject *)v)) {
+                PyErr_SetString(PyExc_TypeError, "a native call was given a non-array");
+                goto done;
+            }
+            slots[k].i = a->kind == A_SHAPE ? PyArray_DIMS((PyArrayObject *)v)[a->dim]
+                                            : PyArray_STRIDES((PyArrayObject *)v)[a->dim];
+            break;
+        case A_REAL:
+            slots[k].d = PyFloat_AsDouble(v);
+            if (slots[k].d == -1.0 && PyErr_Occurred()) goto done;
+            break;
+        case A_INTEGER: {
+            PyObject *number = PyNumber_Long(v);
+            if (number == NULL) goto done;
+            int overflow = 0;
+            long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
+            Py_DECREF(number);
+            if (value == -1 && PyErr_Occurred()) goto done;
+            if (overflow || value < a->lo || value > a->hi) {
+                PyErr_SetString(PyExc_OverflowError, "integer out of range for its C type");
+                goto done;
+            }
+            slots[k].i = value;
+            break;
+        }
+        case A_TRUTH: {
+            int truth = PyObject_IsTrue(v);
+            if (truth < 0) goto done;
+            slots[k].i = truth;
+            break;
+        }
+        case A_CONSTANT:
+            slots[k].i = a->value;
+            break;
+        }
+    }
+    memset(result.bytes, 0, (size_t)c->result_size);
+    Py_BEGIN_ALLOW_THREADS
+    c->entry(slots, result.bytes);
+    Py_END_ALLOW_THREADS
+    if (*(int32_t *)result.bytes == 0 && !c->outputs) {
+        Py_INCREF(Py_None);
+        answer = Py_None;
+    } else {
+        answer = PyBytes_FromStringAndSize(result.bytes, c->result_size);
+    }
+done:
+    while (held > 0) PyBuffer_Release(&views[--held]);
+    return answer;
+}
+
+static PyMethodDef caller_def = {"native_call", caller_call, METH_O,
+                                 "Call a compiled variant with the nest's inputs (a tuple)."};
+
+static PyObject *make_caller(PyObject *self, PyObject *args) {
+    unsigned long long address;
+    PyObject *plan;
+    Py_ssize_t ninputs, result_size;
+    int outputs;
+    if (!PyArg_ParseTuple(args, "KO!nnp", &address, &PyTuple_Type, &plan, &ninputs,
+                          &result_size, &outputs))
+        return NULL;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(plan);
+    if (address == 0 || nargs > MAX_SLOTS || result_size < 4 || result_size > MAX_RESULT ||
+        ninputs < 0) {
+        PyErr_SetString(PyExc_ValueError, "a native call that cannot be made");
+        return NULL;
+    }
+    Caller *c = PyMem_Calloc(1, sizeof(Caller));
+    if (c == NULL) return PyErr_NoMemory();
+    c->args = PyMem_Calloc(nargs ? nargs : 1, sizeof(Arg));
+    if (c->args == NULL) { PyMem_Free(c); return PyErr_NoMemory(); }
+    c->entry = (packed_entry)(uintptr_t)address;
+    c->nargs = nargs;
+    c->ninputs = ninputs;
+    c->result_size = result_size;
+    c->outputs = outputs;
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        PyObject *item = PyTuple_GET_ITEM(plan, k);
+        Arg *a = &c->args[k];
+        a->lo = LLONG_MIN;
+        a->hi = LLONG_MAX;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 2) goto bad;
+        a->kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
+        long long second = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 1));
+        if (PyErr_Occurred()) goto fail;
+        Py_ssize_t size = PyTuple_GET_SIZE(item);
+        if (a->kind == A_CONSTANT) {
+            if (size != 2) goto bad;
+            a->value = second;
+            continue;
+        }
+        if (second < 0 || second >= ninputs) goto bad;
+        a->position = (int)second;
+        switch (a->kind) {
+        case A_ARRAY: case A_REAL: case A_TRUTH:
+            if (size != 2) goto bad;
+            break;
+        case A_SHAPE: case A_STRIDE:
+            if (size != 3) goto bad;
+            a->dim = (int)PyLong_AsLong(PyTuple_GET_ITEM(item, 2));
+            if (PyErr_Occurred()) goto fail;
+            if (a->dim < 0 || a->dim >= NPY_MAXDIMS) goto bad;
+            break;
+        case A_INTEGER:
+            if (size != 4) goto bad;
+            a->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 2));
+            a->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 3));
+            if (PyErr_Occurred()) goto fail;
+            break;
+        default:
+            goto bad;
+        }
+    }
+    PyObject *capsule = PyCapsule_New(c, "asp.caller", caller_free);
+    if (capsule == NULL) goto fail;
+    PyObject *function = PyCFunction_New(&caller_def, capsule);
+    Py_DECREF(capsule);
+    return function;
+bad:
+    PyErr_SetString(PyExc_ValueError, "malformed native call plan");
+fail:
+    PyMem_Free(c->args);
+    PyMem_Free(c);
+    return NULL;
+}
+
 static PyMethodDef module_methods[] = {
+    {"make_caller", make_caller, METH_VARARGS,
+     "make_caller(address, plan, ninputs, result_size, outputs): a native call (see above)."},
     {"make_guard", make_guard, METH_VARARGS,
      "make_guard(checks, pairs): a function of an argument tuple (see the source's header)."},
     {NULL, NULL, 0, NULL},

@@ -93,6 +93,9 @@ class CModule:
     #: the code computes Python ints (or int() of floats) that plain Python could carry past
     #: 64 bits: such a call fails with ``BeyondInt64`` where Python would go on
     beyond_int64: bool = False
+    #: ``void packed(const asp_slot *slots, void *out)``: the entry point with its arguments
+    #: in an array of 8-byte slots (``asp_core.call_guard.make_caller``), "" if none
+    packed: str = ""
 
 
 def c_order_accessor(ident: str, ndim: int) -> str:
@@ -327,11 +330,15 @@ class CModuleBuilder:
                         prologue=self.prologue() + emitter.prologue(), body=emitter.lines,
                         stops=self.stops, epilogue=epilogue,
                         simd_functions=sorted(self.expr.simd_functions))
-        cdef = self.cdef(entry, out_type, params, fields)
+        packed = f"asp_packed_{key[:16]}"
+        source += packed_entry(packed, entry, out_type, params)
+        cdef = self.cdef(entry, out_type, params, fields) + \
+            f"\nvoid {packed}(const void * slots, void * out);"
         can_fail = any("asp_err" in text for text in emitter.lines)
         beyond = any(_BEYOND_INT64.search(text) for text in emitter.lines)
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
-                       tuple(self.error_sites), self.variant == "openmp", can_fail, beyond)
+                       tuple(self.error_sites), self.variant == "openmp", can_fail, beyond,
+                       packed)
 
     @staticmethod
     def cdef(entry: str, out_type: str, params: list[str], fields: list[str]) -> str:
@@ -342,6 +349,30 @@ class CModuleBuilder:
         struct = "typedef struct { int32_t code; int32_t where; int64_t value; int64_t extent; } asp_error;\n"
         struct += "typedef struct { asp_error err; " + "".join(f"{f}; " for f in fields) + f"}} {out_type};\n"
         return struct + f"{out_type} {entry}({', '.join(c_params)});"
+
+
+def packed_entry(name: str, entry: str, out_type: str, params: list[str]) -> str:
+    """C of ``void name(const void *slots, void *out)``: ``entry`` called with argument ``k``
+    read from slot ``k`` (a union of a pointer, an int64 and a double), its result record
+    stored at ``out``; what ``asp_core.call_guard``'s native calls call."""
+    union = f"{name}_slot"
+    args = []
+    for k, param in enumerate(params):
+        ctype_, _ = param.rsplit(" ", 1)
+        ctype_ = ctype_.replace("restrict", "").strip()
+        if "*" in ctype_:
+            args.append(f"({ctype_})s[{k}].p")
+        elif ctype_ in ("double", "float"):
+            args.append(f"({ctype_})s[{k}].d")
+        else:
+            args.append(f"({ctype_})s[{k}].i")
+    call = f"{entry}({', '.join(args)})"
+    return (f"\n\ntypedef union {{ void *p; int64_t i; double d; }} {union};\n"
+            f"void {name}(const void *slots, void *out) {{\n"
+            f"    const {union} *s = ({union} const *)slots;\n"
+            f"    (void)s;\n"
+            f"    *({out_type} *)out = {call};\n"
+            f"}}\n")
 
 
 class CEmitter:

@@ -1,0 +1,156 @@
+"""Native calls of compiled variants (``variants.CompiledVariant._native_call``,
+``asp_core.call_guard.make_caller``): the C entry point called from C with the nest's inputs,
+slot for slot as the generated Python call function passes them.
+
+Each kind of argument (C-contiguous and strided arrays, their extents and strides, float64,
+float32, int64, int32 and bool scalars, the thread count), results left in scalars, and the
+errors of native code take the native path and leave exactly what the original code leaves;
+calls from several threads at once (the GIL is released during the call) stay right.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from asp_core import call_guard as cg
+from specializers.loopnest import LoopKernel
+
+from .helpers import assert_same_as_python, run_both, identical
+
+pytestmark = pytest.mark.skipif(cg.unavailable() is not None,
+                                reason=f"native calls cannot be built here: {cg.unavailable()}")
+
+
+class Mixed(LoopKernel):
+    def kernel(self, a, b, out, alpha, beta, k, flag, n):
+        total = 0.0
+        for i in range(n):
+            v = a[i] * alpha + b[i] * beta + k
+            if flag:
+                v = -v
+            out[i] = v
+            total += v
+        return total
+
+
+class Divide(LoopKernel):
+    def kernel(self, a, out, d):
+        for i in range(a.shape[0]):
+            out[i] = a[i] + 1.0 / (i - d)   # Python floats: ZeroDivisionError at i == d
+
+
+class Strided(LoopKernel):
+    def kernel(self, a, out):
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                out[i, j] = a[i, j] * 2 + j
+
+
+def native_of(kernel):
+    """The native call of the variant the kernel's (only) nest ran last."""
+    runner = kernel._asp_current.runners[0]
+    run = runner._fast[2].run if runner._fast else None
+    compiled = next(c.cell_contents for c in run.__closure__
+                    if hasattr(c.cell_contents, "_native"))
+    return getattr(compiled, "_native", None)
+
+
+MIXED = [
+    (np.arange(6.0), np.ones(6), np.zeros(6), 2.0, 0.5, 3, False, 6),
+    (np.arange(6.0), np.ones(6), np.zeros(6), np.float64(2.5), 1.0, -4, True, 5),
+    (np.arange(6, dtype=np.float32), np.ones(6, np.float32), np.zeros(6, np.float32),
+     np.float32(1.5), np.float32(0.25), np.int32(7), np.bool_(True), 6),
+    (np.arange(6.0), np.ones(6), np.zeros(6), 2.0, 0.5, 3, False, 0),   # no iteration
+]
+
+
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+@pytest.mark.parametrize("case", range(len(MIXED)))
+def test_every_kind_of_argument(backend, case):
+    kernel = Mixed(backend=backend, strict=True)
+    args = MIXED[case]
+    for _ in range(3):   # the first calls may still pass the arguments from Python
+        assert_same_as_python(kernel, *args)
+    assert native_of(kernel) is not None
+    for _ in range(3):
+        assert_same_as_python(kernel, *args)
+
+
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+def test_strided_arrays_pass_their_strides(backend):
+    kernel = Strided(backend=backend, strict=True)
+    base = np.arange(60.0).reshape(6, 10)
+    for _ in range(3):
+        got, want = run_both(kernel, base[::2, ::3], np.zeros((3, 4)))
+        assert identical(got, want)
+    assert native_of(kernel) is not None
+    out = np.zeros((3, 8))[:, ::2]
+    kernel.kernel(base[::2, ::3], out)
+    expected = np.zeros((3, 4))
+    kernel.original_kernel(base[::2, ::3], expected)
+    assert np.array_equal(out, expected)
+
+
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+def test_errors_raised_through_the_native_path_are_pythons(backend):
+    kernel = Divide(backend=backend, strict=True)
+    for _ in range(3):
+        assert_same_as_python(kernel, np.arange(5.0), np.zeros(5), 9)
+    assert native_of(kernel) is not None
+    got_out, want_out = np.zeros(5), np.zeros(5)
+    with pytest.raises(ZeroDivisionError):
+        kernel.kernel(np.arange(5.0), got_out, 2)
+    with pytest.raises(ZeroDivisionError):
+        kernel.original_kernel(np.arange(5.0), want_out, 2)
+    if backend == "c":   # serial C stops where Python stops (OpenMP: see exact_errors)
+        assert np.array_equal(got_out, want_out)
+
+
+def test_calls_from_several_threads_at_once():
+    kernel = Mixed(backend="c", strict=True)
+    n = 200_000
+    args = (np.arange(n, dtype=np.float64), np.ones(n), np.zeros(n), 2.0, 0.5, 3, False, n)
+    want = kernel.original_kernel(*[a.copy() if isinstance(a, np.ndarray) else a
+                                    for a in args])
+    for _ in range(3):
+        kernel.kernel(*args)
+    assert native_of(kernel) is not None
+    results, errors = [], []
+
+    def worker():
+        try:
+            for _ in range(5):
+                out = np.zeros(n)
+                results.append((kernel.kernel(args[0], args[1], out, *args[3:]), out.copy()))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    expected_out = args[0] * 2.0 + 0.5 + 3
+    assert len(results) == 20
+    assert all(total == want and np.array_equal(out, expected_out) for total, out in results)
+
+
+def test_a_malformed_call_is_refused_not_run():
+    kernel = Mixed(backend="c", strict=True)
+    for _ in range(3):
+        kernel.kernel(*MIXED[0])
+    native = native_of(kernel)
+    assert native is not None
+    with pytest.raises(TypeError):
+        native([1, 2])                       # not a tuple
+    with pytest.raises(TypeError):
+        native((1.0,) * 3)                   # not the nest's number of inputs
+    runner = kernel._asp_current.runners[0]
+    inputs = list(runner.last_inputs)
+    inputs[0] = [0.0] * 6                    # a list where an array goes
+    with pytest.raises(TypeError):
+        native(tuple(inputs))
