@@ -74,13 +74,26 @@ def settle(kernel, inputs: Sequence[Any]) -> None:
     start, last, same = time.perf_counter(), None, 0
     for _ in range(SETTLE_CALLS):
         kernel.kernel(*copy.deepcopy(tuple(inputs)))
-        state = kernel._asp_current   # (a kernel still cold has no runners yet)
+        runners = getattr(kernel._asp_current, "runners", ())   # (none while still cold)
         choice = tuple(n.backend for n in kernel.last_call.nests)
-        building = any(r._building for r in getattr(state, "runners", ()))
+        building = [f for r in runners for f in list(r._building.values())]
+        if building and time.perf_counter() - start > SETTLE_S:
+            for future in building:   # a build under way: the warm calls come after it
+                future.result()
+            building = []
         same = same + 1 if choice == last and not building else 0
         last = choice
-        if same >= 3 or time.perf_counter() - start > SETTLE_S:
+        if same >= 3:
             return
+
+
+def ran_on(kernel) -> tuple[str, ...]:
+    """The variants the last call ran, per nest that ran (``python`` for a call that ran the
+    original method whole: a kernel still cold, or settled on its original code)."""
+    call = kernel.last_call
+    if call.cold or call.settled:
+        return ("python",)
+    return tuple(n.backend for n in call.nests if n.ran)
 
 
 def run_example(name: str, make_kernel: Callable[..., Any], inputs: Sequence[Any],
@@ -95,7 +108,7 @@ def run_example(name: str, make_kernel: Callable[..., Any], inputs: Sequence[Any
     settle(kernel, inputs)
     specialized_s, warm_calls, (result, args) = median_time(kernel.kernel, inputs, WARM_CALLS,
                                                             WARM_BUDGET_S)
-    backends = tuple(n.backend for n in kernel.last_call.nests if n.ran)
+    backends = ran_on(kernel)
     got = (result, args)
     python_s = matches_python = None
     python_calls = 0

@@ -19,7 +19,7 @@ from .lowering import RETURN_FLAG, RETURN_VALUE, KernelContext
 @dataclass(frozen=True, eq=False)
 class KernelSource:
     ctx: KernelContext
-    nests: tuple[ast.For, ...]  # the top-level for statements, in source order
+    nests: tuple[ast.For | ast.While, ...]  # the top-level loops (``top_level_loops``)
 
     @property
     def fa(self) -> FunctionAST:
@@ -43,13 +43,14 @@ def kernel_source(func: Callable) -> KernelSource:
     return KernelSource(ctx, nests)
 
 
-def top_level_loops(body: list[ast.stmt]) -> list[ast.For]:
-    """``for`` statements not inside another ``for`` (nor inside nested functions)."""
-    found: list[ast.For] = []
+def top_level_loops(body: list[ast.stmt]) -> list[ast.For | ast.While]:
+    """``for`` statements not inside another ``for`` (nor inside nested functions), and
+    ``while`` loops over arrays without a ``for`` inside (``array_while``)."""
+    found: list[ast.For | ast.While] = []
 
     def visit(stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
-            if isinstance(stmt, ast.For):
+            if isinstance(stmt, ast.For) or array_while(stmt):
                 found.append(stmt)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
@@ -63,6 +64,19 @@ def top_level_loops(body: list[ast.stmt]) -> list[ast.For]:
 
     visit(body)
     return found
+
+
+def array_while(stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` is a ``while`` loop that is a nest of its own: one that indexes
+    something (array work, such as a search) and has no ``for`` loop inside. Other ``while``
+    loops run as Python, around the nests inside them (a convergence loop around sweeps keeps
+    its sweeps compiled even where something else in it is not in the subset)."""
+    if not isinstance(stmt, ast.While):
+        return False
+    nodes = list(ast.walk(stmt))
+    return any(isinstance(n, ast.Subscript) for n in nodes) and not any(
+        isinstance(n, (ast.For, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef,
+                       ast.ClassDef, ast.Lambda)) for n in nodes)
 
 
 def guarded_loops(body: list[ast.stmt]) -> frozenset[int]:

@@ -48,6 +48,7 @@ class Helper:
     body: ast.expr
     own_module: dict | None       # a module-level helper's globals (None: the kernel's scope)
     same_globals: bool = True     # ... which are the kernel's (its global values readable)
+    filename: str | None = None   # the file its source is in, where not the kernel's
 
 
 class NotInlinable(Exception):
@@ -88,10 +89,8 @@ def module_helper(name: str, obj: Any, kernel_globals: dict, static: bool = Fals
     except AspError as exc:
         raise NotInlinable(f"the source of '{name}' cannot be read ({exc.message})") from exc
     helper = _helper(name, parsed.tree, obj.__code__, obj.__globals__, static)
-    if obj.__globals__ is not kernel_globals:
-        helper = Helper(helper.name, helper.key, helper.params, helper.body, obj.__globals__,
-                        same_globals=False)
-    return helper
+    return Helper(helper.name, helper.key, helper.params, helper.body, obj.__globals__,
+                  same_globals=obj.__globals__ is kernel_globals, filename=parsed.filename)
 
 
 def _binds(node: ast.AST, name: str) -> bool:

@@ -30,7 +30,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from asp_core.errors import UnsupportedConstruct
+from asp_core.errors import SourceLocation, UnsupportedConstruct
 from asp_core.frontend import FunctionAST
 from asp_core.visitors import NodeVisitor
 
@@ -79,11 +79,12 @@ def lower_nest(ctx: KernelContext, node: ast.For, index: int,
     ``methods`` receives the static methods inlined through ``self`` (``kernel`` checks that
     an instance's class has the same ones)."""
     lowering = _Lowering(ctx, node)
-    loop = lowering.loop(node, set())
+    loop = lowering.while_loop(node, set()) if isinstance(node, ast.While) else \
+        lowering.loop(node, set())
     if methods is not None:
         methods.extend(lowering.methods)
     if lowering.pending:   # (a temporary would have to precede the nest itself)
-        raise lowering.unsupported(node.iter, "call", "an inlined call in the nest's own range() "
+        raise lowering.unsupported(getattr(node, "iter", node), "call", "an inlined call in the nest's own range() "
                                    "whose arguments must be evaluated first")
     return d.Nest(index, loop, lowering.reordered, loc=ctx.fa.location(node))
 
@@ -135,6 +136,11 @@ class _Lowering(NodeVisitor):
     # -- helpers ------------------------------------------------------------------------------
 
     def loc(self, node: ast.AST):
+        """Where ``node`` is: in the kernel's file, or in the file of the helper whose body
+        is being inlined (a function of another module)."""
+        if self.inlined and self.inlined[-1].helper.filename is not None:
+            return SourceLocation(self.inlined[-1].helper.filename,
+                                  getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
         return self.ctx.fa.location(node)
 
     def unsupported(self, node: ast.AST, construct: str, detail: str = "") -> UnsupportedConstruct:

@@ -142,7 +142,10 @@ class _Replacer(ast.NodeTransformer):
         self.outputs = outputs
         self.self_name = self_name
 
-    def visit_For(self, node: ast.For):
+    def visit_While(self, node: ast.While):
+        return self.visit_For(node)   # a top-level while over arrays is a nest too
+
+    def visit_For(self, node: ast.For | ast.While):
         index = self.nests.get(id(node))
         if index is None:
             return self.generic_visit(node)

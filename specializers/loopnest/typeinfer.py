@@ -345,6 +345,14 @@ def infer_types(analysis, signature) -> TypeInfo:
         if not types:
             raise UnsupportedArgument(f"the type of scalar '{name}' cannot be inferred")
         variables[name] = _storage(name, types, assigned[name])
+        if len({t.dtype for t in assigned[name]}) > 1 and \
+                name in analysis.scalars.live_out:
+            # The kernel reads it after the nest: Python leaves it with the type of the last
+            # assignment that ran (``s = 0`` per row, then ``s = s + x[j] * 0.5``: an int
+            # where the last row adds nothing), which the storage type cannot tell.
+            raise UnsupportedArgument(
+                f"scalar '{name}' is read after the nest and is left holding "
+                f"{' or '.join(sorted(map(str, assigned[name])))} depending on the run")
         if assigned[name]:
             # Several types of one dtype (a Python float or a numpy.float64, as max(m, A[i])
             # leaves it): the value is the same; the NumPy scalar is returned.

@@ -49,7 +49,14 @@ signbit fpclassify isnan isinf isfinite isnormal isgreater isless math_errhandli
     frozenset("""half uchar ushort uint ulong global local constant private kernel read_only
 write_only read_write __global __local __constant __private __kernel get_global_id
 get_local_id get_group_id get_global_size threadIdx blockIdx blockDim gridDim warpSize dim3
-atomicCAS __syncthreads""".split())  # OpenCL C and CUDA C (device kernels: codegen.device)
+atomicCAS __syncthreads""".split()) | \
+    frozenset("""alignas alignof and_eq asm bitand bitor catch char8_t char16_t char32_t compl
+concept const_cast consteval constexpr constinit co_await co_return co_yield decltype delete
+dynamic_cast explicit export friend mutable namespace new noexcept not_eq nullptr operator or_eq
+protected public reinterpret_cast requires static_assert static_cast std template this
+thread_local throw typeid typename using virtual wchar_t xor xor_eq""".split())
+# (the second set: OpenCL C and CUDA C, for device kernels, codegen.device; the third: C++'s
+# keywords, for CUDA C and its host emulation, which are C++)
 #: OpenCL's vector types (``float4``, ``uchar16``...), which no variable may be named.
 _VECTOR_TYPE = re.compile(r"(u?char|u?short|u?int|u?long|half|float|double)(2|3|4|8|16)")
 #: The C library's math functions (each also with an ``f`` and an ``l`` suffix): a variable of

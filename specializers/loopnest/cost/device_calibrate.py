@@ -17,6 +17,7 @@ that variant fail, and the dispatcher picks the next one and says why.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
 import logging
@@ -102,13 +103,35 @@ _STARTED: set[str] = set()
 _LOCK = threading.Lock()
 
 
+_THREADS: list[threading.Thread] = []
+
+
 def _start_background(backend: str) -> None:
     with _LOCK:
         if backend in _STARTED:
             return
         _STARTED.add(backend)
-    threading.Thread(target=_background, args=(backend,), daemon=True,
-                     name=f"asp-calibrate-{backend}").start()
+        if not _THREADS:
+            atexit.register(_stop_background)
+        thread = threading.Thread(target=_background, args=(backend,), daemon=True,
+                                  name=f"asp-calibrate-{backend}")
+        _THREADS.append(thread)
+    thread.start()
+
+
+def _stop_background() -> None:
+    """At exit: stop a device calibration under way and wait for it to leave the driver.
+    A process that ended with the thread inside the OpenCL driver (PoCL) aborted in the
+    driver's teardown ("terminate called without an active exception")."""
+    from . import device_probes
+
+    device_probes.STOP.set()
+    for thread in _THREADS:
+        thread.join(timeout=STOP_WAIT_S)
+
+
+#: How long the process's exit waits for a device calibration to stop (seconds).
+STOP_WAIT_S = 30.0
 
 
 def _background(backend: str) -> None:

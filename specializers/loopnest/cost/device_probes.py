@@ -24,6 +24,7 @@ Times are the best of a few runs (``timing.best_per_unit``). ``measure(backend)`
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 
@@ -181,15 +182,31 @@ def _facts(backend: str) -> _Facts:
     return _Facts(cuda.device_architecture(), False, 0.0, cuda.l2_cache_bytes())
 
 
+#: Set to stop a calibration under way (at the process's exit: ``device_calibrate``); the
+#: probes then raise ``Cancelled`` between two calls of the device.
+STOP = threading.Event()
+
+
+class Cancelled(RuntimeError):
+    """A device calibration stopped before it measured everything (``STOP``)."""
+
+
 def _calls(kernel, args: tuple):
     """``run(count)`` calling ``kernel`` on fresh copies of ``args``' arrays (made first)."""
     for _ in range(WARMUP):   # analysed, built, its first use paid
+        _stop_if_asked()
         kernel.kernel(*_fresh(args))
 
     def run(count: int) -> None:
         for _ in range(count):
+            _stop_if_asked()
             kernel.kernel(*args)
     return run
+
+
+def _stop_if_asked() -> None:
+    if STOP.is_set():
+        raise Cancelled("the device calibration was stopped (the process is ending)")
 
 
 def _fresh(args: tuple) -> tuple:

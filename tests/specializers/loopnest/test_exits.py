@@ -136,6 +136,34 @@ def _search(seed=0):
     return rng.random((40, 64)), np.zeros(40, dtype=np.int64), 0.97
 
 
+class TopLevelWhile(LoopKernel):
+    """A ``while`` over an array at the method's top level is a nest of its own."""
+
+    def kernel(self, x, t):
+        k = 0
+        while k < x.shape[0] and x[k] < t:
+            k += 1
+        return k
+
+
+class WhileAroundSweeps(LoopKernel):
+    """A ``while`` with ``for`` loops inside runs as Python around them: each sweep is a nest
+    (with a call outside the subset in the while, the sweeps still compile)."""
+
+    def kernel(self, a, tol):
+        err = 1.0
+        sweeps = 0
+        while err > tol:
+            err = 0.0
+            for i in range(1, a.shape[0] - 1):
+                new = 0.5 * (a[i - 1] + a[i + 1])
+                err = max(err, abs(new - a[i]))
+                a[i] = new
+            sweeps += 1
+            str(sweeps)
+        return sweeps
+
+
 CASES = {
     "search": (Search, _search),
     "skip": (Skip, lambda: (np.random.default_rng(1).normal(size=300), np.zeros(300))),
@@ -146,7 +174,19 @@ CASES = {
     "columns": (Columns, lambda: (np.random.default_rng(3).random((70, 50)),
                                   np.zeros(50, dtype=np.int64), 0.95)),
     "branches": (Branches, lambda: (np.random.default_rng(4).random((9, 9)), np.zeros(9))),
+    "top-level while": (TopLevelWhile, lambda: (np.arange(100.0), 50.5)),
+    "top-level while to the end": (TopLevelWhile, lambda: (np.arange(10.0), 50.5)),
+    "while around sweeps": (WhileAroundSweeps, lambda: (np.r_[np.zeros(30), 1.0], 1e-3)),
 }
+
+
+def test_a_top_level_while_is_a_nest_and_one_around_loops_is_not():
+    kernel = TopLevelWhile(backend="c", strict=True)
+    kernel.kernel(np.arange(10.0), 5.0)
+    assert [n.backend for n in kernel.last_call.nests] == ["c"]
+    kernel = WhileAroundSweeps(backend="c", strict=True)
+    kernel.kernel(np.r_[np.zeros(5), 1.0], 0.1)
+    assert [n.backend for n in kernel.last_call.nests] == ["c"]  # the sweep
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -51,3 +51,34 @@ def test_rejected(tmp_path, body, message):
     spec.loader.exec_module(module)
     with pytest.raises(UnsupportedConstruct, match=message):
         names_of(module.k)
+
+
+CPP_KEYWORDS = ("new delete template this operator namespace virtual public protected friend "
+                "typename using explicit mutable throw catch nullptr decltype constexpr "
+                "noexcept static_cast std xor bitand compl export requires concept").split()
+
+
+@pytest.mark.parametrize("backend", ["c", "cuda-emulated"])
+def test_cpp_keywords_as_names(backend):
+    """CUDA C and its host emulation are C++: a Python name that is a C++ keyword (``new``,
+    ``this``, ``template`` ...) is renamed in the generated code, as C's keywords are. One
+    kernel chains a value through every such name, arrays and loop variables among them."""
+    import numpy as np
+
+    from specializers.loopnest.checking import load_source
+
+    from .helpers import assert_same_as_python
+
+    names = CPP_KEYWORDS
+    lines = ["from specializers.loopnest import LoopKernel",
+             "class Kernel(LoopKernel):",
+             f"    def kernel(self, new, delete, {names[2]}):",
+             f"        for {names[3]} in range(new.shape[0]):",
+             f"            {names[4]} = new[{names[3]}] * 2.0"]
+    for previous, name in zip(names[4:], names[5:]):
+        lines.append(f"            {name} = {previous} + 1.0")
+    lines.append(f"            delete[{names[3]}] = {names[-1]} * {names[2]}")
+    Kernel = load_source("\n".join(lines) + "\n")
+    call = assert_same_as_python(Kernel(backend=backend, strict=True), np.arange(5.0),
+                                 np.zeros(5), 3.0)
+    assert call.nests[0].backend == backend
