@@ -208,8 +208,9 @@ class DiskCache:
             entry = self.path_of(key)
             return entry if self._use(entry, key) else None
 
-    def entry(self, key: str, build: Callable[[Path], None]) -> Path:
-        """The folder of artifacts for ``key``; ``build(folder)`` fills it if it is missing."""
+    def entry(self, key: str, build: Callable[[Path], None], what: str | None = None) -> Path:
+        """The folder of artifacts for ``key``; ``build(folder)`` fills it if it is missing.
+        ``what``: what the entry holds, for the DEBUG log (default: the key)."""
         memo_key = (str(self.root), key)
         hit = _MEMO.get(memo_key)
         if hit is not None:
@@ -227,11 +228,11 @@ class DiskCache:
                     if not self._valid(entry, key):  # another process may have built it
                         started = time.perf_counter()
                         built = self._build(entry, key, build)
-                        log.debug("built %s in %.3f s", key[:16],
+                        log.debug("built %s in %.3f s", what or key[:16],
                                   time.perf_counter() - started)
                     lock.touch()
             else:
-                log.debug("found %s in the disk cache", key[:16])
+                log.debug("found %s in the disk cache", what or key[:16])
             _MEMO[memo_key] = _Verified.of(entry)
         if built:
             self._account(built)

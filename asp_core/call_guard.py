@@ -194,7 +194,7 @@ def _load() -> Any:
                      "compiling the call guards")
 
     cache = disk_cache(current().cache_dir)
-    path = check_entry_file(cache.entry(key, build), library)
+    path = check_entry_file(cache.entry(key, build, "the call guards"), library)
     loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
     spec = importlib.util.spec_from_loader(MODULE, loader)
     module = importlib.util.module_from_spec(spec)

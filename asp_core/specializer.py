@@ -285,6 +285,8 @@ class Specializer:
                 else:
                     self.last_call = found.record
                     self._fast = [sig, FAST_CALLS, found, None, 0, self._guard(sig, args)]
+                log.debug("%s: running %s (%s)", self.name, backend,
+                          "the forced backend" if self.backend else "the fixed rule")
                 return found.run(*args)
             failures.append(found)
         return self._fallback(_reasons(failures) or "no backend available", args, kwargs,

@@ -112,7 +112,7 @@ class _CachedLookup(TemplateLookup):
 
         cache = disk_cache(self._cache_dir)
         try:
-            entry = cache.entry(key, build)
+            entry = cache.entry(key, build, f"the compiled template {uri}")
             data = verified_bytes(entry, MODULE)
         except CacheError as exc:
             log.info("compiling template %s in memory: %s", uri, exc)

@@ -157,7 +157,8 @@ def compiler_version(path: str) -> str:
             raise BackendUnavailable(f"compiler '{path}' does not answer --version: {exc}") from exc
         (folder / "version.txt").write_text(version)
 
-    return verified_bytes(cache.entry(key, build), "version.txt").decode()
+    return verified_bytes(cache.entry(key, build, f"the version of {path}"),
+                          "version.txt").decode()
 
 
 def default_compiler() -> CCompiler:
@@ -230,7 +231,8 @@ def _openmp_flags(compiler: CCompiler, cache: DiskCache) -> tuple[str, ...] | No
             ok = False
         (folder / "result.json").write_text(json.dumps({"openmp": ok}))
 
-    result = json.loads(verified_bytes(cache.entry(key, build), "result.json"))
+    result = json.loads(verified_bytes(cache.entry(key, build, "the OpenMP probe"),
+                                       "result.json"))
     return flags if result["openmp"] else None
 
 
@@ -389,7 +391,8 @@ def _load_ffi_module(entry: Path, name: str) -> Any:
 
 
 def compile_c(source: str, cdef: str, *, name: str = "module", openmp: bool = False,
-              compiler: CCompiler | None = None, cache: DiskCache | None = None) -> CModule:
+              compiler: CCompiler | None = None, cache: DiskCache | None = None,
+              what: str | None = None) -> CModule:
     """Build (or find in the cache) and load a C module in one step.
 
     A cached library that does not load (``dlopen`` refuses it, or it changed since it was
@@ -397,7 +400,7 @@ def compile_c(source: str, cdef: str, *, name: str = "module", openmp: bool = Fa
     """
     cache = cache or disk_cache(_config_cache_dir())
     key, build = _library_build(source, name, cdef, compiler, openmp, cache)
-    entry = cache.entry(key, build)
+    entry = cache.entry(key, build, what)
     if openmp:  # before libgomp is first loaded (it reads its settings then)
         from ..openmp_runtime import set_wait_policy
 

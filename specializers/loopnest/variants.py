@@ -49,7 +49,8 @@ def compile_variant(backend: str, analysis, plan, types, signature, title: str,
     from .rollback import in_source_order
 
     module = generate(backend, analysis, plan, types, signature, title, threads or cpu_cores())
-    loaded = compile_c(module.source, module.cdef, name="nest", openmp=module.openmp)
+    loaded = compile_c(module.source, module.cdef, name="nest", openmp=module.openmp,
+                       what=f"the {backend} variant of {title}")
     in_order = in_source_order(plan.schedule, analysis.sequential) and \
         (backend == "c" or not plan.parallel)
     return CompiledVariant(module, loaded, analysis, plan, threads or 0, in_order, signature)

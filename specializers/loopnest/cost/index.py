@@ -46,7 +46,8 @@ def record(key: str | None) -> None:
     if key is None:
         return
     try:
-        _cache().entry(key, lambda folder: (folder / "compiled").write_text("1"))
+        _cache().entry(key, lambda folder: (folder / "compiled").write_text("1"),
+                       "the note that a variant was compiled (cost.index)")
     except CacheError:
         pass  # no usable cache: nothing to remember, and nothing to find later either
 

@@ -3,6 +3,7 @@ write, each on every backend against ``original_kernel()`` with ``strict=True``;
 issue's own tests do not already cover. Known gaps are ``xfail(strict=True)`` with the reason."""
 
 import copy
+import re
 import functools
 import logging
 import math
@@ -783,15 +784,17 @@ def test_the_disk_cache_logs_its_builds_at_debug(caplog, tmp_path, monkeypatch):
     assert _cache_records(caplog)
 
 
-@pytest.mark.xfail(strict=True, reason="the disk cache's DEBUG records name an entry only by an "
-                   "opaque key ('built 6886f4f82911cc58 in 0.013 s'), not what it is "
-                   "(asp_core/cache.py DiskCache.get)")
 def test_debug_logging_names_the_kernel_it_built(caplog, tmp_path, monkeypatch):
+    """The disk cache's records say what they built or found (the variant and its nest; the
+    compiler's version and the OpenMP probe by name), and a forced backend's call what ran."""
     monkeypatch.setenv("ASP_CACHE_DIR", str(tmp_path))
     with caplog.at_level(logging.DEBUG, logger="asp"):
         Saxpy(backend="openmp").kernel(np.zeros(8), np.ones(8), 8)
     records = _cache_records(caplog)
-    assert records and all("Saxpy" in m for m in records), records
+    assert any("the openmp variant of" in m and "Saxpy" in m for m in records), records
+    assert not any(re.fullmatch(r"(built|found) [0-9a-f]{16}.*", m) for m in records), records
+    assert any("Saxpy" in r.getMessage() and "running openmp (the forced backend)" in
+               r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
 # -- item 7: the main job ----------------------------------------------------------------------
