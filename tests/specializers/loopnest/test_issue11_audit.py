@@ -1,0 +1,352 @@
+"""Audit probes for issue 11 (device variants): which kernels a nest becomes where loops could
+be fused, what travels to and from the device, the float64 refusal, and the CUDA launch shape.
+
+Passing tests pin what is true today; ``xfail(strict=True)`` tests are reproducers of gaps and
+bugs found by the audit (each flips to a failure, XPASS, once fixed)."""
+
+import copy
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+from specializers.loopnest import LoopKernel
+from specializers.loopnest.codegen.device import device_module
+
+
+def _opencl_missing() -> str | None:
+    try:
+        from asp_core.backends import opencl
+
+        opencl.device()
+    except Exception as exc:  # BackendUnavailable: no pyopencl, no platform, no device
+        return str(exc)
+    return None
+
+
+OPENCL_MISSING = _opencl_missing()
+needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None,
+                                  reason=f"no OpenCL here: {OPENCL_MISSING}")
+BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
+
+
+def _kernels(cls, args, dialect="opencl"):
+    """The device kernels of the kernel's first nest for this call, as (shape, host loop var),
+    shape "grid:x,y" (axis variables), "single", "lanes" or "combine"."""
+    from specializers.loopnest.typeinfer import infer_types
+
+    kernel = cls(backend="python")
+    kernel.kernel(*copy.deepcopy(args))
+    runner = kernel._asp_current.runners[0]
+    types, _ = runner.signature(runner.last_inputs)
+    module = device_module(dialect, runner.analysis, runner.last_plan,
+                           infer_types(runner.analysis, types), types, "audit")
+    out = []
+    for k in module.kernels:
+        if k.combine:
+            shape = "combine"
+        elif k.reduced:
+            shape = "lanes"
+        elif k.single:
+            shape = "single"
+        else:
+            shape = "grid:" + ",".join(a.var for a in sorted(k.axes, key=lambda a: a.axis))
+        out.append((shape, k.host_loop.var if k.host_loop is not None else None))
+    return out
+
+
+def _same_as_python(cls, backend, args):
+    want = copy.deepcopy(args)
+    cls().original_kernel(*want)
+    got = copy.deepcopy(args)
+    kernel = cls(backend=backend, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        kernel.kernel(*got)
+    assert all(n.backend == backend and n.fallback is None for n in kernel.last_call.nests)
+    for g, w in zip(got, want):
+        if isinstance(w, np.ndarray):
+            assert np.array_equal(g, w), (g, w)
+    return kernel
+
+
+# -- item 1: fusion -----------------------------------------------------------------------------
+
+class OneLoopTwoStatements(LoopKernel):
+    """One source loop: Allen-Kennedy distributes its statements and typed fusion joins them
+    again (a loop-independent dependence only)."""
+
+    def kernel(self, a, b, c, n):
+        for i in range(n):
+            b[i] = a[i] * 2.0
+            c[i] = b[i] + 1.0
+
+
+class OneLoopCarried(LoopKernel):
+    """One source loop whose statements a dependence carried by i separates: distributed into
+    two parallel loops (b's first), which must not be fused again."""
+
+    def kernel(self, a, b, c, n):
+        for i in range(1, n):
+            a[i] = b[i - 1] + 1.0
+            b[i] = c[i] * 2.0
+
+
+class SiblingsIllegal(LoopKernel):
+    """Two sibling loops under a time loop, fusion illegal (b[i] reads a[i - 1], which the
+    second loop writes: fused, it would read the new value)."""
+
+    def kernel(self, a, b, steps, n):
+        for t in range(steps):
+            for i in range(1, n - 1):
+                b[i] = a[i - 1] + a[i + 1]
+            for i in range(1, n - 1):
+                a[i] = b[i]
+
+
+class SiblingsLegal(LoopKernel):
+    """Two sibling loops under a time loop with the same bounds, the second reading only what
+    the first wrote at the same i: fusion legal and the fused loop parallel."""
+
+    def kernel(self, a, b, c, steps, n):
+        for t in range(steps):
+            for i in range(n):
+                b[i] = a[i] * 2.0 + t
+            for i in range(n):
+                c[i] = b[i] + 1.0
+
+
+class RecurrenceThenParallel(LoopKernel):
+    """Distributed into a sequential loop (the recurrence) and a parallel loop (b, c)."""
+
+    def kernel(self, a, x, b, c, n):
+        for i in range(1, n):
+            a[i] = a[i - 1] + x[i]
+            b[i] = x[i] * 2.0
+            c[i] = b[i] + 1.0
+
+
+N = 40
+
+
+def _one_loop_args():
+    return (np.arange(N * 1.0), np.zeros(N), np.zeros(N), N)
+
+
+def _carried_args():
+    return (np.arange(N * 1.0), np.ones(N), np.arange(N * 1.0), N)
+
+
+def _siblings_illegal_args():
+    return (np.arange(N * 1.0) ** 2, np.zeros(N), 5, N)
+
+
+def _siblings_legal_args():
+    return (np.arange(N * 1.0), np.zeros(N), np.zeros(N), 5, N)
+
+
+def _recurrence_args():
+    return (np.ones(N), np.arange(N * 1.0), np.zeros(N), np.zeros(N), N)
+
+
+@pytest.mark.parametrize("dialect", ["opencl", "cuda"])
+def test_distributed_copies_of_one_loop_are_fused_into_one_kernel(dialect):
+    assert _kernels(OneLoopTwoStatements, _one_loop_args(), dialect) == [("grid:i", None)]
+
+
+@pytest.mark.parametrize("dialect", ["opencl", "cuda"])
+def test_a_dependence_carried_between_distributed_statements_keeps_two_kernels(dialect):
+    assert _kernels(OneLoopCarried, _carried_args(), dialect) == \
+        [("grid:i", None), ("grid:i", None)]
+
+
+@pytest.mark.parametrize("dialect", ["opencl", "cuda"])
+def test_illegal_sibling_fusion_under_a_time_loop_keeps_two_host_driven_kernels(dialect):
+    assert _kernels(SiblingsIllegal, _siblings_illegal_args(), dialect) == \
+        [("grid:i", "t"), ("grid:i", "t")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", ["one loop", "carried", "siblings illegal", "siblings legal",
+                                  "recurrence"])
+def test_fusion_cases_match_python(case, backend):
+    cls, args = {"one loop": (OneLoopTwoStatements, _one_loop_args()),
+                 "carried": (OneLoopCarried, _carried_args()),
+                 "siblings illegal": (SiblingsIllegal, _siblings_illegal_args()),
+                 "siblings legal": (SiblingsLegal, _siblings_legal_args()),
+                 "recurrence": (RecurrenceThenParallel, _recurrence_args())}[case]
+    _same_as_python(cls, backend, args)
+
+
+@pytest.mark.xfail(strict=True, reason="gap (issue 11 item 1): sibling loops of one nest are "
+                   "never fused; a legal fusion under a time loop still launches two kernels "
+                   "per iteration")
+def test_legal_sibling_loops_under_a_time_loop_fuse_into_one_kernel():
+    assert _kernels(SiblingsLegal, _siblings_legal_args()) == [("grid:i", "t")]
+
+
+@pytest.mark.xfail(strict=True, reason="gap (issue 11 item 1): a sequential top-level "
+                   "statement group sends the whole nest to one work item, the parallel group "
+                   "after it included, instead of a kernel per statement group")
+def test_a_parallel_group_after_a_sequential_one_gets_a_grid_kernel():
+    assert ("grid:i", None) in _kernels(RecurrenceThenParallel, _recurrence_args())
+
+
+# -- item 3: each array copied once per call, back only if written --------------------------------
+
+class Heat(LoopKernel):
+    def kernel(self, u, v, w, steps, n):
+        for t in range(steps):
+            for i in range(1, n - 1):
+                v[i] = u[i] + 0.25 * (w[i - 1] - 2.0 * u[i] + w[i + 1])
+            for i in range(1, n - 1):
+                u[i] = v[i]
+
+
+def _count_copies(monkeypatch, backend):
+    """Patch the backend's copies: (uploaded shapes, downloaded likes) lists, filled per call."""
+    from specializers.loopnest import device_variants
+
+    up, down = [], []
+    if backend == "opencl":
+        from asp_core.backends import opencl
+
+        real_up, real_down = opencl.to_device, opencl.from_device_many
+        monkeypatch.setattr(opencl, "to_device", lambda a: up.append(a.shape) or real_up(a))
+        monkeypatch.setattr(opencl, "from_device_many",
+                            lambda pairs: down.extend(l.shape for _, l in pairs) or
+                            real_down(pairs))
+    else:
+        target = device_variants.EmulatedCudaTarget
+        real_up, real_down = target.upload, target.download
+        monkeypatch.setattr(target, "upload", lambda self, a: up.append(a.shape) or
+                            real_up(self, a))
+        monkeypatch.setattr(target, "download", lambda self, b, like: down.append(like.shape)
+                            or real_down(self, b, like))
+    return up, down
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_array_goes_once_per_call_and_comes_back_only_if_written(backend, monkeypatch):
+    """u, v, w (three sizes, to tell them apart) go to the device once per call, not once per
+    iteration of the host loop; u and v come back, w (read only) does not; besides the arrays:
+    the error word and the result record, both ways."""
+    n = 12
+    u, v, w = np.arange(n * 1.0), np.zeros(n), np.arange(n + 1.0)
+    kernel = Heat(backend=backend, strict=True)
+    kernel.kernel(u.copy(), v.copy(), w.copy(), 1, n)   # built (and its copies) before counting
+    up, down = _count_copies(monkeypatch, backend)
+    kernel.kernel(u.copy(), v.copy(), w.copy(), 9, n)
+    arrays = [(n,), (n,), (n + 1,)]
+    assert sorted(s for s in up if s != (1,)) == sorted(arrays)
+    assert up.count((1,)) == 2
+    assert sorted(s for s in down if s != (1,)) == [(n,), (n,)]
+    assert down.count((1,)) == 2
+
+
+class Twice(LoopKernel):
+    def kernel(self, a, b, n):
+        for i in range(n):
+            b[i] = a[i] + 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_array_passed_as_two_arguments_travels_once(backend, monkeypatch):
+    x = np.arange(7.0)
+    kernel = Twice(backend=backend, strict=True)
+    kernel.kernel(x.copy(), np.zeros(7), 7)
+    up, _ = _count_copies(monkeypatch, backend)
+    y = x.copy()
+    kernel.kernel(y, y, 7)
+    assert np.array_equal(y, x + 1.0)
+    assert [s for s in up if s != (1,)] == [(7,)]
+
+
+# -- item 1: float64 only where the device has it ------------------------------------------------
+
+class Rows64(LoopKernel):
+    def kernel(self, A, B, n, m):
+        for i in range(n):
+            for j in range(m):
+                B[i, j] = A[i, j] * 2.0
+
+
+class Rows32(LoopKernel):
+    def kernel(self, A, B, n, m):
+        for i in range(n):
+            for j in range(m):
+                B[i, j] = A[i, j] * np.float32(2.0)
+
+
+def _no_doubles(monkeypatch):
+    from asp_core.backends import opencl
+
+    single = dataclasses.replace(opencl.device(), doubles=False)
+    monkeypatch.setattr(opencl, "device", lambda: single)
+
+
+@needs_opencl
+def test_a_float64_nest_on_a_device_without_doubles_is_refused_with_the_reason(monkeypatch):
+    from asp_core.errors import SpecializationError
+    from asp_core.specializer import FallbackWarning, clear_warnings
+
+    _no_doubles(monkeypatch)
+    args = (np.ones((4, 5)), np.zeros((4, 5)), 4, 5)
+    clear_warnings()
+    with pytest.warns(FallbackWarning, match="no double precision"):
+        kernel = Rows64(backend="opencl")
+        got = copy.deepcopy(args)
+        kernel.kernel(*got)
+    assert kernel.last_call.nests[0].backend != "opencl"
+    assert np.array_equal(got[1], 2.0 * args[0])
+    with pytest.raises(SpecializationError, match="double precision"):
+        Rows64(backend="opencl", strict=True).kernel(*copy.deepcopy(args))
+
+
+@needs_opencl
+@pytest.mark.xfail(strict=True, reason="bug (issue 11 item 1): every OpenCL module's source "
+                   "holds the double-typed runtime helpers, and the refusal tests "
+                   "'\"double\" in module.source', so a float32-only nest is refused too on a "
+                   "device without double precision")
+def test_a_float32_nest_runs_on_a_device_without_doubles(monkeypatch):
+    _no_doubles(monkeypatch)
+    args = (np.ones((4, 5), np.float32), np.zeros((4, 5), np.float32), 4, 5)
+    _same_as_python(Rows32, "opencl", args)
+
+
+# -- item 1: CUDA launch shapes within the device's limits ---------------------------------------
+
+class Tall(LoopKernel):
+    def kernel(self, A, B, n, m):
+        for i in range(n):
+            for j in range(m):
+                B[i, j] = A[i, j] + 1.0
+
+
+def test_cuda_grids_respect_the_grid_dimension_limits(monkeypatch):
+    """A launch that would need more than 65535 blocks along y or z (a GPU refuses it) is
+    refused before it is built, saying why (strict raises; otherwise another variant runs);
+    every launch made stays within CUDA's limits."""
+    from asp_core.errors import SpecializationError
+    from specializers.loopnest import device_variants
+
+    grids = []
+    real = device_variants._cuda_launch
+    monkeypatch.setattr(device_variants, "_cuda_launch",
+                        lambda sizes, group=0: grids.append(real(sizes, group)) or grids[-1])
+    n, m = 70000, 2   # j walks the last subscript: x = j (2 threads), y = i (70000)
+    A = np.arange(n * m * 1.0).reshape(n, m)
+    with pytest.raises(SpecializationError, match="CUDA launches at most 65535"):
+        Tall(backend="cuda-emulated", strict=True).kernel(A, np.zeros((n, m)), n, m)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = np.zeros((n, m))
+        Tall(backend="cuda-emulated").kernel(A, got, n, m)
+    want = np.zeros((n, m))
+    Tall().original_kernel(A, want, n, m)
+    assert np.array_equal(got, want) and any("65535" in str(w.message) for w in caught)
+    _same_as_python(Tall, "cuda-emulated", (A.T.copy(), np.zeros((m, n)), m, n))  # x = 70000
+    assert grids
+    for (gx, gy, gz), _ in grids:
+        assert gx <= 2**31 - 1 and gy <= 65535 and gz <= 65535, (gx, gy, gz)
