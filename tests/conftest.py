@@ -36,3 +36,20 @@ def _fresh_warnings():
 def private_cache(tmp_path):
     """A DiskCache in a folder of its own."""
     return cache.DiskCache(tmp_path / "cache")
+
+
+#: Lines tests ask to show at the end of the run (``report``), such as the generator's rate of
+#: kernels that ran as Python: shown without ``-s``, in the terminal summary.
+SUMMARY: list[str] = []
+
+
+def report(line: str) -> None:
+    """Show ``line`` in the run's terminal summary."""
+    SUMMARY.append(line)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SUMMARY:
+        terminalreporter.section("reported by the tests")
+        for line in SUMMARY:
+            terminalreporter.write_line(line)

@@ -75,9 +75,11 @@ def test_both_outcomes_were_exercised():
     total = sum(SEEN.values())
     reasons = ", ".join(f"{name}: {count}" for name, count in sorted(REASONS.items(),
                                                                      key=lambda x: -x[1]))
-    print(f"\ngenerated kernels: {SEEN['rejected']} of {total} "
-          f"({100 * SEEN['rejected'] / total:.0f}%) had a nest run as Python; the constructs "
-          f"(the generator draws unsupported ones on purpose): {reasons}")
+    from tests.conftest import report
+
+    report(f"generated kernels: {SEEN['rejected']} of {total} "
+           f"({100 * SEEN['rejected'] / total:.0f}%) had a nest run as Python; the constructs "
+           f"(the generator draws unsupported ones on purpose): {reasons}")
 
 
 def test_strict_mode_names_the_line_of_a_rejected_nest():
