@@ -23,6 +23,7 @@ to a folder.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -118,8 +119,8 @@ def _user_stacklevel() -> int:
     level, outermost = 2, None
     while frame is not None:
         name = frame.f_code.co_filename
-        if name.startswith(GENERATED_PREFIX) or any(
-                name.startswith(folder) for folder in _INTERNAL):
+        if name.startswith(GENERATED_PREFIX) or any(  # (a folder, not a name's prefix)
+                name.startswith(folder + os.sep) for folder in _INTERNAL):
             outermost = level
         frame = frame.f_back
         level += 1

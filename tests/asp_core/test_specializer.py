@@ -176,3 +176,24 @@ def test_a_fault_of_the_environment_is_retried_after_a_while(monkeypatch):
         assert flaky(1) == "python" and builds == ["c"]      # remembered for a while
     clock[0] += sp.RETRY_ENVIRONMENT_S
     assert flaky(1) == "compiled" and builds == ["c", "c"]
+
+
+def test_a_user_file_beside_an_internal_folder_is_the_users(monkeypatch, tmp_path):
+    """A warning is attributed to the user's file even where its name begins with an internal
+    folder's path (``/x/asp`` internal, ``/x/asp_user.py`` the user's): folders are matched
+    as folders."""
+    import warnings
+
+    from asp_core import specializer
+
+    internal = tmp_path / "asp"
+    internal.mkdir()
+    monkeypatch.setattr(specializer, "_INTERNAL", specializer._INTERNAL + [str(internal)])
+    user_file = str(tmp_path / "asp_user.py")
+    code = compile("def call():\n    specializer.warn_once('k', 'a cause')\n", user_file, "exec")
+    namespace = {"specializer": specializer}
+    exec(code, namespace)  # noqa: S102 - a function whose frames say it is in user_file
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        namespace["call"]()
+    assert [w.filename for w in caught] == [user_file]
