@@ -8,11 +8,11 @@ that nothing about it needs a form, with Python's meaning::
     __asp_bloN = int(start)             # evaluated once, when the loop starts, as range() does
     __asp_bhiN = int(stop)
     for __asp_wbN in range(0, WHILE_STOP):
-        __asp_bvN = __asp_bloN + __asp_wbN * step
-        if not (__asp_bvN < __asp_bhiN):    # ">" for a negative step
+        __asp_bv_v_N = __asp_bloN + __asp_wbN * step
+        if not (__asp_bv_v_N < __asp_bhiN):    # ">" for a negative step
             break
-        __asp_last_v = __asp_bvN        # where the kernel reads v after the nest (``lastvalues``)
-        ...the body, reading __asp_bvN for v
+        __asp_last_v = __asp_bv_v_N     # where the kernel reads v after the nest (``lastvalues``)
+        ...the body, reading __asp_bv_v_N for v
 
 ``v`` is no longer a loop variable: subscripts that use it have no affine form, so every
 analysis treats them conservatively (dependences assumed, indices checked when the code runs),
@@ -25,6 +25,8 @@ non-zero integer constant. A nest's own loop so rewritten runs inside a loop of 
 
 from __future__ import annotations
 
+import re
+
 import itertools
 
 from asp_core.errors import UnsupportedConstruct
@@ -35,6 +37,14 @@ from .affine import AffineBuilder
 from .lastvalues import shadow_of
 
 BOUND_PREFIX = "__asp_b"
+_VALUE = re.compile(r"__asp_bv_(.+)_[0-9]+")
+
+
+def display_name(name: str) -> str:
+    """The user's name for a variable of a counted loop's (``__asp_bv_k_3`` is ``k``), for
+    messages; any other name as it is."""
+    found = _VALUE.fullmatch(name)
+    return found.group(1) if found else name
 #: The kind of the assignments that evaluate a rewritten loop's bounds (``typeinfer`` checks
 #: that they are integers).
 BOUND = "bound"
@@ -79,7 +89,8 @@ def with_counted_loops(nest: d.Nest, while_prefix: str, live: frozenset[str]) ->
         demoted.add(loop.var)   # (before the body: bounds inside that read it are counted too)
         k = next(counter)
         loc = loop.loc
-        lo, hi, value = (d.Var(f"{BOUND_PREFIX}{part}{k}", loc=loc) for part in ("lo", "hi", "v"))
+        lo, hi = (d.Var(f"{BOUND_PREFIX}{part}{k}", loc=loc) for part in ("lo", "hi"))
+        value = d.Var(f"{BOUND_PREFIX}v_{loop.var}_{k}", loc=loc)   # (``display_name``)
         count = d.Var(f"{while_prefix}b{k}", loc=loc)
         evaluate = [d.Assign(lo, d.Call("int", (loop.start,), loc=loc), sid=-1, kind=BOUND, loc=loc),
                     d.Assign(hi, d.Call("int", (loop.stop,), loc=loc), sid=-1, kind=BOUND, loc=loc)]

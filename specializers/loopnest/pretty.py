@@ -76,7 +76,13 @@ class PythonExpression(NodeVisitor):
         return f"{self.call(node.func)}({', '.join(self.text(a) for a in node.args)})", _ATOM
 
 
-_PLAIN = PythonExpression()
+def _display(name: str) -> str:
+    from .counted import display_name
+
+    return display_name(name)
+
+
+_PLAIN = PythonExpression(name=_display)
 
 
 def expression(expr: d.Expr) -> str:

@@ -120,3 +120,21 @@ def test_a_counted_loop_whose_body_assigns_its_variable_runs_as_python():
         AssignsItsVariable(backend="c", strict=True).kernel(np.array([1]), np.zeros(6))
     with pytest.warns(match="assignment to loop variable"):
         assert_same_as_python(AssignsItsVariable(backend="c"), np.array([1]), np.zeros(6))
+
+
+def test_an_index_error_names_the_users_loop_variable():
+    """A subscript with a counted loop's variable reads as the user wrote it in the message
+    (not the internal value that stands for it)."""
+    import numpy as np
+    import pytest
+
+    from specializers.loopnest import LoopKernel
+
+    class Rows(LoopKernel):
+        def kernel(self, ptr, val, y):
+            for r in range(ptr.shape[0] - 1):
+                for k in range(ptr[r], ptr[r + 1]):
+                    y[r] += val[k]
+
+    with pytest.raises(IndexError, match=r"val\[k\]"):
+        Rows(backend="c", strict=True).kernel(np.array([0, 2, 9]), np.ones(5), np.zeros(2))
