@@ -30,6 +30,7 @@ from asp_core.specializer import warn_once
 
 from . import coldstart, pipeline
 from .coldstart import ColdStart
+from .distributed.refusal import is_dask_collection, refuse_dask_arguments
 from .report import KernelCall, Report, explain_text, nest_call
 from .rewrite import rewrite_kernel
 from .runtime import BACKENDS, NestRunner
@@ -193,7 +194,11 @@ class LoopKernel:
 
     def explain(self, *args: Any, **kwargs: Any) -> Report:
         """Run ``kernel(*args)`` on copies of the arguments and report what the specializer
-        did: per nest, its loops, statements, subscripts, scalars and the variant that ran."""
+        did: per nest, its loops, statements, subscripts, scalars and the variant that ran.
+        Given Dask arrays: how ``on_dask`` partitions each nest (nothing is computed)."""
+        if any(is_dask_collection(v) for v in (*args, *kwargs.values())):
+            from .distributed import explain_dask
+            return explain_dask(self, args, kwargs)
         for klass in type(self).__mro__:  # analyse now, whatever the cold start says
             _COLD.pop(getattr(klass.__dict__.get("kernel"), "_asp_original_function", None),
                       None)
@@ -207,6 +212,12 @@ class LoopKernel:
         plans = [runner.last_plan for runner in state.runners]
         return Report(explain_text(state.kernel_class.analysis, state.record(), plans,
                                    state.runners))
+
+    def on_dask(self, *args: Any, **kwargs: Any) -> dict:
+        """Run ``kernel()`` over Dask arrays, partitioned by what the analysis proves: a dict,
+        argument name -> lazy Dask array, of the arrays the kernel writes (see ``distributed``)."""
+        from .distributed import on_dask
+        return on_dask(self, args, kwargs)
 
     def original_kernel(self, *args: Any, **kwargs: Any) -> Any:
         """Run ``kernel()`` exactly as written, as plain Python (the oracle of every test)."""
@@ -297,6 +308,7 @@ def _dispatching_kernel(original):
     def kernel(self, *args, **kwargs):
         cold = _COLD.get(original)
         if cold is not None:
+            refuse_dask_arguments(args, kwargs)   # (later calls: the signature's slow path)
             if _may_stay_cold(self) and cold.stays_cold(self, args, kwargs):
                 self._asp_current = COLD
                 return cold.run(original, self, args, kwargs)

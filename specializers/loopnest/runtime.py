@@ -26,7 +26,7 @@ from asp_core.errors import BackendUnavailable, UnsupportedArgument
 from asp_core.lru import LRUCache
 from asp_core.platform import others_busy
 from asp_core.pysource import returning
-from asp_core.signature import ArraySig, signature_of
+from asp_core.signature import ArraySig, ObjectSig, signature_of
 from asp_core.specializer import PYTHON, CallRecord, Specializer, Variant, warn_once
 
 from . import dast as d
@@ -149,6 +149,10 @@ class NestRunner(Specializer):
         plan is made here, so that a binding no variant can take falls back to Python)."""
         types = signature_of(args)
         if types not in self._checked.recent and types not in self._checked:
+            if any(type(sig) is ObjectSig for sig in types):   # (a Dask array is an object)
+                from .distributed.refusal import refuse_dask_arguments
+
+                refuse_dask_arguments((), dict(zip(self.analysis.names.inputs, args)))
             check_arguments(self.analysis, types)
             self._checked.add(types)
         for position in self._ints:

@@ -77,7 +77,10 @@ class Settled:
                 if kind is ndarray:
                     if value.size > limit:
                         return False
-                elif kind is int and value > limit:
+                elif kind is int:
+                    if value > limit:
+                        return False
+                else:   # another type where the settling call had a size (a Dask array)
                     return False
         if self.attributes:
             values = vars(owner)
