@@ -77,19 +77,27 @@ def _for_instance(analysis, cls: type):
     return analysis
 
 
+def instance_config(num_threads: int | None, exact_errors: bool | None,
+                    exact_reductions: bool | None) -> config_module.Config:
+    """The settings (``asp_core.config``) with a kernel instance's own choices over them."""
+    config = config_module.current()
+    if num_threads is not None:
+        config = config.with_(num_threads=num_threads)
+    if exact_errors is not None:
+        config = config.with_(exact_errors=exact_errors)
+    if exact_reductions is not None:
+        config = config.with_(exact_reductions=exact_reductions)
+    return config
+
+
 class _KernelState:
     """Per instance: one runner per nest and the record of the last call."""
 
     def __init__(self, owner: "LoopKernel", kernel_class: _KernelClass):
         self.kernel_class = kernel_class
         ctx = kernel_class.analysis.source.ctx
-        config = config_module.current()
-        if owner._asp_threads is not None:
-            config = config.with_(num_threads=owner._asp_threads)
-        if owner._asp_exact_errors is not None:
-            config = config.with_(exact_errors=owner._asp_exact_errors)
-        if owner._asp_exact_reductions is not None:
-            config = config.with_(exact_reductions=owner._asp_exact_reductions)
+        config = instance_config(owner._asp_threads, owner._asp_exact_errors,
+                                 owner._asp_exact_reductions)
         self.runners = [NestRunner(_for_instance(a, type(owner)), ctx,
                                    backend=owner._asp_backend, strict=owner._asp_strict,
                                    config=config)

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from asp_core import config as config_module
 
 from ..analysis.binding import DIRECT
 from ..rewrite import NO_VALUE, RUN_ORIGINAL
@@ -94,18 +93,14 @@ RUNNERS = _Runners()
 
 
 def _make_runner(recipe: Recipe, options: Options):
+    from ..kernel import instance_config
     from ..runtime import NestRunner
     from .subnest import nest_analysis
 
     analysis = step_analysis(recipe)
     _, ctx = nest_analysis(recipe.kernel, recipe.nest)
-    config = config_module.current()
-    if options.num_threads is not None:
-        config = config.with_(num_threads=options.num_threads)
-    if options.exact_errors is not None:
-        config = config.with_(exact_errors=options.exact_errors)
-    if options.exact_reductions is not None:
-        config = config.with_(exact_reductions=options.exact_reductions)
+    config = instance_config(options.num_threads, options.exact_errors,
+                             options.exact_reductions)
     runner = NestRunner(analysis, ctx, backend=options.backend, strict=options.strict,
                         config=config)
     return analysis, runner, []

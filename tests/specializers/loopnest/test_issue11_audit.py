@@ -15,19 +15,8 @@ from specializers.loopnest import LoopKernel
 from specializers.loopnest.codegen.device import device_module
 
 
-def _opencl_missing() -> str | None:
-    try:
-        from asp_core.backends import opencl
+from .test_device import needs_opencl
 
-        opencl.device()
-    except Exception as exc:  # BackendUnavailable: no pyopencl, no platform, no device
-        return str(exc)
-    return None
-
-
-OPENCL_MISSING = _opencl_missing()
-needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None,
-                                  reason=f"no OpenCL here: {OPENCL_MISSING}")
 BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
 
 

@@ -261,7 +261,7 @@ def test_what_cannot_be_inlined_is_refused_with_the_reason_and_line(case):
     x = np.arange(3.0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        Kernel(backend="c").kernel(x, y := np.zeros(3))   # the default: Python, with the reason
+        Kernel(backend="c").kernel(x, np.zeros(3))   # the default: Python, with the reason
     assert any(reason in str(w.message) and w.filename == __file__ for w in caught)
 
 
