@@ -71,7 +71,7 @@ class CompiledVariant:
         self._results = NestResults(analysis, module.outputs)
         self._loaded, self._threads = loaded, threads
         self._native = None   # the native call, once the extension is loaded (``_native_call``)
-        self._native_tries = 0
+        self._native_tries = -NATIVE_AFTER
         # what a call without outputs returns (None where loop variables are computed)
         self._nothing = None if module.outputs or self._results._finals is not None else \
             (NO_VALUE,) * len(analysis.names.outputs)
@@ -97,11 +97,14 @@ class CompiledVariant:
 
     def _native_call(self):
         """The native call of this variant (``asp_core.call_guard.make_caller``), or None:
-        not made yet (the extension loads in the background: asked again on later calls, up
-        to ``NATIVE_TRIES``), or not possible (an argument of a type it does not pass)."""
+        before ``NATIVE_AFTER`` calls, not made yet (the extension loads in the background:
+        asked again on later calls, up to ``NATIVE_TRIES``), or not possible (an argument of
+        a type it does not pass)."""
         from asp_core import call_guard
 
         self._native_tries += 1
+        if self._native_tries <= 0:   # a short run need not load (or build) the extension
+            return None
         plan = native_plan(self.module, self._threads)
         if plan is None or not self.module.packed:
             self._native_tries = NATIVE_TRIES
@@ -170,7 +173,10 @@ def _converter(ty: Ty):
     return ty.dtype.type
 
 
-#: Calls of a variant that ask for its native call while the extension is not loaded.
+#: Calls of a variant before it asks for its native call (whose first use in a process may
+#: build the extension: a script of a few calls never does), and calls that ask while the
+#: extension is not loaded yet.
+NATIVE_AFTER = 64
 NATIVE_TRIES = 64
 
 #: The C integer types a native call passes, and their ranges.

@@ -17,6 +17,7 @@ import pytest
 
 from asp_core import call_guard as cg
 from specializers.loopnest import LoopKernel
+from specializers.loopnest.variants import NATIVE_AFTER
 
 from .helpers import assert_same_as_python, run_both, identical
 
@@ -49,6 +50,10 @@ class Strided(LoopKernel):
                 out[i, j] = a[i, j] * 2 + j
 
 
+#: Calls after which a variant has its native call (``variants.NATIVE_AFTER``, and one).
+WARM = NATIVE_AFTER + 1
+
+
 def native_of(kernel):
     """The native call of the variant the kernel's (only) nest ran last."""
     runner = kernel._asp_current.runners[0]
@@ -72,7 +77,7 @@ MIXED = [
 def test_every_kind_of_argument(backend, case):
     kernel = Mixed(backend=backend, strict=True)
     args = MIXED[case]
-    for _ in range(3):   # the first calls may still pass the arguments from Python
+    for _ in range(WARM):   # the first calls pass the arguments from Python
         assert_same_as_python(kernel, *args)
     assert native_of(kernel) is not None
     for _ in range(3):
@@ -83,7 +88,7 @@ def test_every_kind_of_argument(backend, case):
 def test_strided_arrays_pass_their_strides(backend):
     kernel = Strided(backend=backend, strict=True)
     base = np.arange(60.0).reshape(6, 10)
-    for _ in range(3):
+    for _ in range(WARM):
         got, want = run_both(kernel, base[::2, ::3], np.zeros((3, 4)))
         assert identical(got, want)
     assert native_of(kernel) is not None
@@ -97,7 +102,7 @@ def test_strided_arrays_pass_their_strides(backend):
 @pytest.mark.parametrize("backend", ["c", "openmp"])
 def test_errors_raised_through_the_native_path_are_pythons(backend):
     kernel = Divide(backend=backend, strict=True)
-    for _ in range(3):
+    for _ in range(WARM):
         assert_same_as_python(kernel, np.arange(5.0), np.zeros(5), 9)
     assert native_of(kernel) is not None
     got_out, want_out = np.zeros(5), np.zeros(5)
@@ -115,7 +120,7 @@ def test_calls_from_several_threads_at_once():
     args = (np.arange(n, dtype=np.float64), np.ones(n), np.zeros(n), 2.0, 0.5, 3, False, n)
     want = kernel.original_kernel(*[a.copy() if isinstance(a, np.ndarray) else a
                                     for a in args])
-    for _ in range(3):
+    for _ in range(WARM):
         kernel.kernel(*args)
     assert native_of(kernel) is not None
     results, errors = [], []
@@ -141,7 +146,7 @@ def test_calls_from_several_threads_at_once():
 
 def test_a_malformed_call_is_refused_not_run():
     kernel = Mixed(backend="c", strict=True)
-    for _ in range(3):
+    for _ in range(WARM):
         kernel.kernel(*MIXED[0])
     native = native_of(kernel)
     assert native is not None
