@@ -79,7 +79,8 @@ def _numba():
 def _calls(case: str) -> dict[str, callable]:
     kernel_class, plain, make = CASES[case]
     args = make()
-    calls = {"CPython": lambda: kernel_class().original_kernel(*args)}
+    plain_kernel = kernel_class()
+    calls = {"CPython": lambda: plain_kernel.original_kernel(*args)}
     for label, backend in (("ours (model)", None), ("ours, c", "c"), ("ours, openmp", "openmp")):
         kernel = kernel_class(backend=backend)
         for _ in range(2000):   # warm: analysed, built, settled, guards loaded
