@@ -105,12 +105,8 @@ class OpenCLTarget(_Target):
 
         self._cl = opencl
         info = opencl.device()
-        if not info.doubles and "double" in module.source:
-            from asp_core.errors import BackendUnavailable
-
-            raise BackendUnavailable(f"the OpenCL device {info.name} has no double precision, "
-                                     "which this nest computes in")
-        self._program = opencl.build_program(module.source)
+        self._program = (opencl.build_program(module.source) if info.doubles else
+                         _single_precision_program(opencl, module, info.name))
         self._kernels = {k.name: opencl.kernel(self._program, k.name) for k in module.kernels}
         for k in module.kernels:
             if k.group:
@@ -228,6 +224,25 @@ class CudaTarget(_CudaLaunches):
 
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
         return buffer.get()
+
+
+#: The line of a device module after the runtime helpers (templates/loopnest/device_module.mako).
+NEST_MARK = "/* ---- the nest ---- */"
+
+
+def _single_precision_program(opencl, module: DeviceModule, device: str) -> Any:
+    """``module`` built for a device without double precision: its runtime helpers in double
+    left out (``ASP_NO_F64``). A nest that computes in double (its kernels, parameters or
+    result name the type, or call a helper in double) is refused, saying why."""
+    from asp_core.errors import BackendUnavailable, CompileError
+
+    refusal = f"the OpenCL device {device} has no double precision, which this nest computes in"
+    if "double" in module.source.partition(NEST_MARK)[2]:
+        raise BackendUnavailable(refusal)
+    try:
+        return opencl.build_program("#define ASP_NO_F64 1\n" + module.source)
+    except CompileError as exc:   # a helper in double (math.sqrt, true division...) it calls
+        raise BackendUnavailable(f"{refusal} (through a helper: {exc})") from exc
 
 
 def _cuda_launch(sizes: Sequence[int], group: int = 0

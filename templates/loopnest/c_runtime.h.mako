@@ -6,8 +6,15 @@
   returns. No context.
 </%doc>\
 #if defined(__OPENCL_VERSION__)
-/* OpenCL C (a device kernel: codegen.device): the fixed-width types, and doubles. */
+/* OpenCL C (a device kernel: codegen.device): the fixed-width types, and doubles where the
+   device has them. Without them (or with ASP_NO_F64 defined: device_variants, for a device
+   that reports none) the helpers in double are left out, so that a nest computing in float
+   alone builds, and one that needs a double fails to build. */
+#if defined(cl_khr_fp64) && !defined(ASP_NO_F64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#elif !defined(ASP_NO_F64)
+#define ASP_NO_F64 1
+#endif
 #pragma OPENCL FP_CONTRACT OFF
 typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
 typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
@@ -216,6 +223,9 @@ ASP_INLINE int64_t asp_abs_i64(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64
 /* ---- floats: floor division and remainder round toward minus infinity (CPython's and
    NumPy's algorithm); the _py forms raise ZeroDivisionError as Python floats do ---- */
 % for t, f, sfx in (("double", "", "f64"), ("float", "f", "f32")):
+% if t == "double":
+#ifndef ASP_NO_F64
+% endif
 ASP_INLINE ${t} asp_mod_${sfx}(${t} a, ${t} b) {
     ${t} mod = fmod${f}(a, b);
     if (!b) return mod;
@@ -243,7 +253,12 @@ ASP_INLINE ${t} asp_floordiv_${sfx}_py(asp_error *e, ${t} a, ${t} b) {
 }
 ASP_INLINE ${t} asp_np_maximum_${sfx}(${t} a, ${t} b) { return (a >= b || isnan(a)) ? a : b; }
 ASP_INLINE ${t} asp_np_minimum_${sfx}(${t} a, ${t} b) { return (a <= b || isnan(a)) ? a : b; }
+% if t == "double":
+#endif
+% endif
 % endfor
+#ifndef ASP_NO_F64
+/* ---- helpers in double: none on a device without doubles ---- */
 ASP_INLINE double asp_truediv_py(asp_error *e, double a, double b) {
     if (ASP_UNLIKELY(b == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
     return a / b;
@@ -267,6 +282,7 @@ ASP_INLINE int64_t asp_f2i(asp_error *e, double x) {          /* int(x) */
     }
     return (int64_t)x;
 }
+#endif
 % for name, lo, hi in (("i8", "INT8_MIN", "INT8_MAX"), ("i16", "INT16_MIN", "INT16_MAX"), ("i32", "INT32_MIN", "INT32_MAX"), ("u8", "0", "UINT8_MAX"), ("u16", "0", "UINT16_MAX"), ("u32", "0", "UINT32_MAX")):
 ASP_INLINE int64_t asp_fit_${name}(asp_error *e, int64_t v) {
     if (ASP_UNLIKELY(v < ${lo} || v > ${hi})) { asp_fail(e, ASP_INT_BOUNDS, ${loop.index}, v, 0); return 0; }
@@ -275,6 +291,7 @@ ASP_INLINE int64_t asp_fit_${name}(asp_error *e, int64_t v) {
 % endfor
 ASP_INLINE int64_t asp_fit_i64(asp_error *e, int64_t v) { (void)e; return v; }
 
+#ifndef ASP_NO_F64
 /* ---- the math module: CPython's checks on results (nan from a number: ValueError;
    infinity from a finite number: OverflowError or, at a pole, ValueError) ---- */
 ASP_COLD_FN double asp_check_slow(asp_error *e, double r, int nan_in,
@@ -370,3 +387,4 @@ ASP_INLINE double asp_math_log2arg(asp_error *e, double x, double base) {
     if (ASP_UNLIKELY(den == 0)) { asp_fail(e, ASP_ZERO_DIVISION, 0, 0, 0); return 0; }
     return num / den;
 }
+#endif  /* ASP_NO_F64 */

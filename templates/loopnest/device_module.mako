@@ -11,6 +11,7 @@
  * Generated code: edit the kernel, not this file.
  */
 <%include file="c_runtime.h.mako"/>
+/* ---- the nest ---- */
 
 % for line in accessors:
 ${line}

@@ -6,6 +6,7 @@ bugs found by the audit (each flips to a failure, XPASS, once fixed)."""
 
 import copy
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -294,14 +295,36 @@ def test_a_float64_nest_on_a_device_without_doubles_is_refused_with_the_reason(m
 
 
 @needs_opencl
-@pytest.mark.xfail(strict=True, reason="bug (issue 11 item 1): every OpenCL module's source "
-                   "holds the double-typed runtime helpers, and the refusal tests "
-                   "'\"double\" in module.source', so a float32-only nest is refused too on a "
-                   "device without double precision")
 def test_a_float32_nest_runs_on_a_device_without_doubles(monkeypatch):
+    """Built without the runtime's helpers in double (a device without doubles would refuse
+    the program: PoCL has them, so the build here proves the source needs none)."""
     _no_doubles(monkeypatch)
     args = (np.ones((4, 5), np.float32), np.zeros((4, 5), np.float32), 4, 5)
     _same_as_python(Rows32, "opencl", args)
+
+
+class Sqrt32(LoopKernel):
+    def kernel(self, A, B, n, m):
+        for i in range(n):
+            for j in range(m):
+                B[i, j] = np.float32(math.sqrt(A[i, j]))
+
+
+@needs_opencl
+def test_a_float32_nest_calling_a_helper_in_double_is_refused(monkeypatch):
+    """math.sqrt computes in double (Python's float), through a runtime helper in double that
+    a device without doubles does not get: refused, saying why, and run by another variant."""
+    from asp_core.errors import SpecializationError
+
+    _no_doubles(monkeypatch)
+    args = (np.full((4, 5), 4.0, np.float32), np.zeros((4, 5), np.float32), 4, 5)
+    with pytest.raises(SpecializationError, match="no double precision"):
+        Sqrt32(backend="opencl", strict=True).kernel(*copy.deepcopy(args))
+    got = copy.deepcopy(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Sqrt32(backend="opencl").kernel(*got)
+    assert np.array_equal(got[1], np.full((4, 5), 2.0, np.float32))
 
 
 # -- item 1: CUDA launch shapes within the device's limits ---------------------------------------
@@ -339,3 +362,34 @@ def test_cuda_grids_respect_the_grid_dimension_limits(monkeypatch):
     assert grids
     for (gx, gy, gz), _ in grids:
         assert gx <= 2**31 - 1 and gy <= 65535 and gz <= 65535, (gx, gy, gz)
+
+
+@needs_opencl
+def test_a_nest_calling_a_helper_in_double_without_naming_the_type_is_refused():
+    """The backstop of the check above: a nest whose text does not name ``double`` but calls a
+    runtime helper in double does not build without doubles, and is refused, saying why."""
+    import types
+
+    from asp_core.backends import opencl
+    from asp_core.errors import BackendUnavailable
+    from specializers.loopnest import device_variants
+
+    from specializers.loopnest.typeinfer import infer_types
+
+    kernel = Rows32(backend="python")
+    kernel.kernel(np.ones((2, 2), np.float32), np.zeros((2, 2), np.float32), 2, 2)
+    runner = kernel._asp_current.runners[0]
+    signature, _ = runner.signature(runner.last_inputs)
+    base = device_module("opencl", runner.analysis, runner.last_plan,
+                         infer_types(runner.analysis, signature), signature, "audit")
+
+    def module(call: str):
+        head, mark, _ = base.source.partition(device_variants.NEST_MARK)
+        return types.SimpleNamespace(source=head + mark + "\n__kernel void k(__global float *a)"
+                                     " {\n  asp_error e = {0, 0, 0, 0};\n  a[0] = " + call +
+                                     ";\n}\n")
+
+    assert device_variants._single_precision_program(opencl, module("a[1] * 2.0f"), "d")
+    with pytest.raises(BackendUnavailable, match="no double precision.*through a helper"):
+        device_variants._single_precision_program(opencl, module("asp_math_pow(&e, a[1], 2)"),
+                                                  "d")
