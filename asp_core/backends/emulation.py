@@ -35,7 +35,8 @@ import numpy as np
 
 from ..errors import AspError, UnsupportedConstruct
 from ..templates import render
-from .c import CModule, array_pointer, build_shared_library, find_c_compiler, load_library
+from .c import (CModule, array_pointer, build_shared_library, find_c_compiler, load_library,
+                precompiled_prelude)
 
 _KERNEL = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
                      r"(?P<name>\w+)\s*\((?P<params>[^)]*)\)", re.S)
@@ -193,9 +194,16 @@ class EmulatedModule:
         return EmulatedKernel(self.module, name, self.kernels[name])
 
 
+#: The system headers every emulated module includes first (``cuda_emulation.cpp.mako``, then
+#: the loop-nest runtime's), precompiled once per compiler and flags (``precompiled_prelude``).
+PRELUDE_HEADERS = ("cmath", "cstdint", "cstddef", "algorithm", "pthread.h", "stdbool.h",
+                   "string.h", "math.h", "omp.h")
+
+
 def emulate_cuda_module(source: str, *, cflags: Sequence[str] = ("-O1",)) -> EmulatedModule:
     """Compile a CUDA source for the CPU (cached) and return its emulated kernels."""
     text, cdef = emulation_source(source)
     compiler = find_c_compiler(None, tuple(cflags), "c++")
-    path = build_shared_library(text, name="emulated", cdef=cdef, compiler=compiler)
+    path = build_shared_library(text, name="emulated", cdef=cdef, compiler=compiler,
+                                speedups=precompiled_prelude(PRELUDE_HEADERS, compiler))
     return EmulatedModule(load_library(path, cdef), parse_kernels(source))

@@ -2,6 +2,9 @@
 kernels with barriers and shared memory run the threads of a block as fibers meeting at each
 barrier."""
 
+import types
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -279,3 +282,30 @@ def test_launches_from_several_python_threads_take_turns():
     for t in threads:
         t.join()
     assert not wrong
+
+
+def test_the_prelude_is_precompiled_once_and_used(tmp_path, monkeypatch):
+    """The emulation's system headers are precompiled once per compiler and flags (GCC's
+    ``.gch``, in the disk cache) and the modules built with it run the same; another compiler,
+    or a prelude that cannot be built, compiles without one."""
+    import subprocess
+
+    from asp_core.backends import c as c_backend
+
+    monkeypatch.setenv("ASP_CACHE_DIR", str(tmp_path))
+    compiler = c_backend.find_c_compiler(None, ("-O1",), "c++")
+    flags = c_backend.precompiled_prelude(emulation.PRELUDE_HEADERS, compiler)
+    assert flags[0] == "-include"
+    assert Path(flags[1] + ".gch").is_file() and Path(flags[1]).is_relative_to(tmp_path)
+    assert c_backend.precompiled_prelude(emulation.PRELUDE_HEADERS, compiler) == flags
+    source = tmp_path / "probe.cc"   # GCC says "!" where it uses a precompiled header
+    source.write_text("#include <cmath>\nint f(void) { return 0; }\n")
+    done = subprocess.run([compiler.cc, *compiler.toolchain.cflags, *flags, "-H", "-c",
+                           str(source), "-o", str(tmp_path / "probe.o")],
+                          capture_output=True, text=True, check=True)
+    assert done.stderr.startswith("! "), done.stderr[:300]
+    test_guarded_1d_launch_with_padding()   # a module built with it runs
+    clang = types.SimpleNamespace(cc="/usr/bin/clang++", language="c++",   # (never run)
+                                  version="Debian clang version 14.0.6")
+    assert c_backend.precompiled_prelude(emulation.PRELUDE_HEADERS, clang) == ()
+    assert c_backend.precompiled_prelude(("no_such_header.h",), compiler) == ()
