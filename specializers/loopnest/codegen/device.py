@@ -29,10 +29,13 @@ the same decision):
   once per iteration, in order on one queue, with the loop's variable as an argument and the
   inner grids computed from the binding at that iteration; nothing is copied and nothing
   waited for between iterations.
-* **One work item.** Any other schedule (scalars carried between top-level nodes, statements
-  of a sequential loop's own) runs as one kernel on one work item: the serial C code on the
-  device, always correct, never fast, so that every nest has a device variant to test. The
-  cost model prices it as what it is.
+* **Segments.** Other top-level nodes (a recurrence, statements of a sequential loop's own),
+  consecutive ones together, run as a kernel of their own on one work item, between the grid
+  kernels, where no scalar flows between kernels; the segment stores the live scalars it
+  assigns.
+* **One work item.** Any other schedule (scalars carried between kernels, no grid at all) runs
+  as one kernel on one work item: the serial C code on the device, always correct, never fast,
+  so that every nest has a device variant to test. The cost model prices it as what it is.
 
 Errors: each thread records its first error in its own ``asp_error`` and skips every array
 write after it (``on_error = "guard"``); at its end a failing thread stores its error code in
@@ -258,13 +261,27 @@ class DeviceModuleBuilder(CModuleBuilder):
         lines.append(_CLOSE_ERRORS)
         return Kernel(name, axes), lines
 
-    def _single_kernel(self, name: str, outputs: list[str]) -> tuple[Kernel, list[str]]:
+    def _single_kernel(self, name: str, outputs: list[str], nodes: tuple | None = None
+                       ) -> tuple[Kernel, list[str]]:
+        """One work item running ``nodes`` (default: the whole schedule), then ``outputs``."""
         emitter = CEmitter(self)
-        self._walk(self.plan.schedule.root, emitter)
+        self._walk(self.plan.schedule.root if nodes is None else nodes, emitter)
         lines = [f"if ({self.dialect.global_index(0)} != 0) return;", *_OPEN_ERRORS]
         lines += self.prologue() + emitter.lines + outputs
         lines.append(_CLOSE_ERRORS)
         return Kernel(name, ()), lines
+
+    def _segment_kernel(self, name: str, nodes: tuple) -> tuple[Kernel, list[str]]:
+        """Top-level ``nodes`` on one work item, between grid kernels; it stores the live
+        scalars it assigns (no other kernel assigns them: ``DeviceLayout._confined``)."""
+        _, assigned = self.layout.scalar_uses(nodes)
+        outputs = []
+        for scalar in self.live:
+            if scalar in assigned:
+                ident = c_identifier(scalar)
+                outputs += [f"asp_out->v_{ident} = {ident};",
+                            f"asp_out->w_{ident} = asp_w_{ident};"]
+        return self._single_kernel(name, outputs, nodes)
 
     def build(self) -> DeviceModule:
         key = self.key()
@@ -320,6 +337,11 @@ class DeviceModuleBuilder(CModuleBuilder):
             return [kernel], [body]
         for k, (node, band, host) in enumerate(bands):
             name = f"asp_{key[:12]}_{k}"
+            if not band:   # a segment of top-level nodes on one work item
+                kernel, body = self._segment_kernel(name, node)
+                kernels.append(kernel)
+                bodies.append(body)
+                continue
             if node.reductions:
                 for kernel, body in self._reduction_kernels(name, node, band):
                     kernels.append(kernel)

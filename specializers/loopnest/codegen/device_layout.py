@@ -2,10 +2,10 @@
 
 ``DeviceLayout(analysis, plan, types).bands()`` says, per kernel in schedule order, which
 schedule node it runs, which loops it maps onto grid axes (its *band*) and which sequential
-top-level loop the host runs it in; or None where the schedule has a node no grid can run,
-and the whole nest runs on one work item. The code generator prints kernels from it; the cost
-model (``cost.device``) counts launches, threads and work per thread from it, so both see the
-same kernels.
+top-level loop the host runs it in; or None where no node is a grid's, or the nodes a grid
+cannot run share scalars with the others, and the whole nest runs on one work item. The code
+generator prints kernels from it; the cost model (``cost.device``) counts launches, threads and
+work per thread from it, so both see the same kernels.
 
 * A parallel top-level loop with no last-iteration scalar, no predicate and bounds far from
   the ends of int64 becomes a grid kernel; the parallel loops perfectly nested in it whose
@@ -14,6 +14,11 @@ same kernels.
   partial result combines as the loop's own statements combine (``combination``) and no later
   node reads the scalars.
 * A sequential top-level loop whose body is such parallel loops only is a host loop.
+* Any other top-level nodes (a recurrence, statements of their own), consecutive ones together,
+  run on one work item, in a kernel of their own between the grid kernels (a *segment*: its
+  band is empty), where no scalar flows between kernels (``_confined``): a scalar one kernel
+  assigns is read by no other (outside loops of its own binding it), and a scalar live after
+  the nest is assigned by one kernel at most, which stores it.
 * ``axes(band)``: the band's loops on grid axes, x for the loop that walks the last subscript
   of most accesses (Chikin et al.'s inter-thread stride).
 """
@@ -49,23 +54,84 @@ class DeviceLayout:
         self.loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
         self.statements = {s.sid: s for s in analysis.statements}
 
-    def bands(self) -> list[tuple[SLoop, tuple[d.Loop, ...], SLoop | None]] | None:
-        """Per grid kernel: its top-level node (or a node in the body of a host loop), its
-        band of mapped loops (outermost first) and the host loop around it (or None); None
-        where some node can be neither (then one work item runs it all)."""
-        out = []
+    def bands(self) -> list[tuple[SLoop | tuple, tuple[d.Loop, ...], SLoop | None]] | None:
+        """Per kernel: its top-level node (or a node in the body of a host loop), its band of
+        mapped loops (outermost first) and the host loop around it (or None); for a segment
+        run on one work item, a tuple of top-level nodes and an empty band. None where no
+        node is a grid's or the segments are not ``_confined`` (then one work item runs it
+        all)."""
+        out, pending, kernels = [], [], []   # kernels: the top-level nodes of each, in order
         root = self.plan.schedule.root
+
+        def flush():
+            if pending:
+                out.append((tuple(pending), (), None))
+                kernels.append(tuple(pending))
+                pending.clear()
+
         for position, node in enumerate(root):
             if self._host_loop(node):
-                for inner in node.body:
-                    out.append((inner, self._band(inner, ()), node))
+                flush()
+                out.extend((inner, self._band(inner, ()), node) for inner in node.body)
+                kernels.append((node,))
                 continue
             reductions = node.reductions if isinstance(node, SLoop) else ()
-            if not self._mappable(node, reductions) or \
-                    not self._reducible(reductions, root[position + 1:]):
-                return None
-            out.append((node, self._band(node, reductions), None))
+            if self._mappable(node, reductions) and \
+                    self._reducible(reductions, root[position + 1:]):
+                flush()
+                out.append((node, self._band(node, reductions), None))
+                kernels.append((node,))
+            else:
+                pending.append(node)
+        flush()
+        if out and all(not band for _, band, _ in out):
+            return None   # no grid: one work item runs the nest
+        if any(not band for _, band, _ in out) and not self._confined(kernels):
+            return None
         return out
+
+    def _confined(self, kernels: list[tuple]) -> bool:
+        """Whether no scalar flows between the kernels (each a tuple of top-level nodes): none
+        that one assigns is read free by another (before the nest's value, or a kernel's own
+        result: each kernel has its own registers), and each live one is assigned by one
+        kernel at most (it stores the result)."""
+        scalars = set(self.analysis.names.scalars) | set(self.analysis.names.temps) | \
+            set(self.analysis.names.loop_vars)
+        uses = [self.scalar_uses(nodes) for nodes in kernels]
+        for k, (_, assigned) in enumerate(uses):
+            for j, (free, _) in enumerate(uses):
+                if j != k and assigned & free & scalars:
+                    return False
+        live = set(self.analysis.scalars.live_out)
+        return all(sum(name in assigned for _, assigned in uses) <= 1 for name in live)
+
+    def scalar_uses(self, nodes) -> tuple[set[str], set[str]]:
+        """(free, assigned) of schedule ``nodes``: the names their statements and loop bounds
+        read or write that no loop among them binds (predicates included), and the names they
+        assign (loop variables included)."""
+        free: set[str] = set()
+        assigned: set[str] = set()
+
+        def visit(node, bound: frozenset) -> None:
+            if isinstance(node, SStmt):
+                stmt = self.statements[node.sid]
+                names = {n.name for n in stmt.walk() if isinstance(n, d.Var)}
+                if stmt.predicate:
+                    names.add(stmt.predicate)
+                if isinstance(stmt.target, d.Var):
+                    assigned.add(stmt.target.name)
+                free.update(names - bound)
+                return
+            loop = self.loops[node.lid]
+            free.update({n.name for b in (loop.start, loop.stop, loop.step) for n in b.walk()
+                         if isinstance(n, d.Var)} - bound)
+            assigned.add(loop.var)
+            for child in node.body:
+                visit(child, bound | {loop.var})
+
+        for node in nodes:
+            visit(node, frozenset())
+        return free, assigned
 
     def _band(self, node: SLoop, reductions) -> tuple[d.Loop, ...]:
         band, current = [self.loops[node.lid]], node
@@ -148,10 +214,21 @@ class DeviceLayout:
 
 
 def statement_ids(node) -> list[int]:
-    """The statements under a schedule node, in schedule order."""
+    """The statements under a schedule node (or a tuple of them), in schedule order."""
     if isinstance(node, SStmt):
         return [node.sid]
-    return [sid for child in node.body for sid in statement_ids(child)]
+    children = node if isinstance(node, tuple) else node.body
+    return [sid for child in children for sid in statement_ids(child)]
+
+
+def loop_ids(node) -> list[int]:
+    """The source loop of each loop copy under a schedule node (or a tuple of them, itself
+    included), in schedule order."""
+    if isinstance(node, SStmt):
+        return []
+    if isinstance(node, tuple):
+        return [lid for child in node for lid in loop_ids(child)]
+    return [node.lid] + [lid for child in node.body for lid in loop_ids(child)]
 
 
 def combination(analysis, types, name: str, op: str) -> str | None:

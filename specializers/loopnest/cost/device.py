@@ -41,7 +41,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..codegen.device_layout import DeviceLayout, statement_ids
+from ..codegen.device_layout import DeviceLayout, loop_ids, statement_ids
 from . import domain
 from .machine import MachineParams
 from .models import OVERSUBSCRIBED, NestProfile, source_chain
@@ -170,6 +170,13 @@ def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
                                   moved, single=True))
     else:
         for node, band, host in bands:
+            if not band:   # a segment of top-level nodes on one work item
+                compute, guarded, moved = work(statement_ids(node))
+                iterations = sum(domain.count(source_chain(lid, loops), loops).instances
+                                 for lid in loop_ids(node))
+                kernels.append(KernelLoad(1, 1.0, compute + iterations * m.c_iteration_ns,
+                                          guarded, moved, single=True))
+                continue
             chain = ((host.lid,) if host is not None else ()) + tuple(lp.lid for lp in band)
             items = domain.count(chain, loops).instances
             launches = domain.count((host.lid,), loops).instances if host is not None else 1

@@ -176,11 +176,109 @@ def test_legal_sibling_loops_under_a_time_loop_fuse_into_one_kernel():
     assert _kernels(SiblingsLegal, _siblings_legal_args()) == [("grid:i", "t")]
 
 
-@pytest.mark.xfail(strict=True, reason="gap (issue 11 item 1): a sequential top-level "
-                   "statement group sends the whole nest to one work item, the parallel group "
-                   "after it included, instead of a kernel per statement group")
-def test_a_parallel_group_after_a_sequential_one_gets_a_grid_kernel():
-    assert ("grid:i", None) in _kernels(RecurrenceThenParallel, _recurrence_args())
+@pytest.mark.parametrize("dialect", ["opencl", "cuda"])
+def test_a_parallel_group_after_a_sequential_one_gets_a_grid_kernel(dialect):
+    assert _kernels(RecurrenceThenParallel, _recurrence_args(), dialect) == \
+        [("single", None), ("grid:i", None)]
+
+
+# -- item 1: segments (top-level nodes no grid runs) between grid kernels -----------------------
+
+class SumThenScale(LoopKernel):
+    """Distributed into a recurrence leaving a live scalar and a parallel loop: the segment
+    stores the scalar."""
+
+    def kernel(self, a, b, n):
+        s = 0.0
+        for i in range(n):
+            s = s * 0.5 + a[i]
+            b[i] = a[i] * 3.0
+        return s
+
+
+class TempEach(LoopKernel):
+    """Distributed into a recurrence and a parallel loop, each with a temporary of its own."""
+
+    def kernel(self, a, b, c, n):
+        for i in range(1, n):
+            t = a[i - 1] * 0.5
+            a[i] = a[i] + t
+            u = b[i] + 1.0
+            c[i] = u * b[i]
+
+
+class TempShared(LoopKernel):
+    """As TempEach, with one temporary name for both (conservatively: no segment)."""
+
+    def kernel(self, a, b, c, n):
+        for i in range(1, n):
+            t = a[i - 1] * 0.5
+            a[i] = a[i] + t
+            t = b[i] + 1.0
+            c[i] = t * b[i]
+
+
+class LiveLoopVariable(LoopKernel):
+    """Distributed, with the loop's variable read after the nest."""
+
+    def kernel(self, a, x, b, n):
+        i = -1
+        for i in range(1, n):
+            a[i] = a[i - 1] + x[i]
+            b[i] = x[i] * 2.0
+        return i
+
+
+class PredicatedRecurrence(LoopKernel):
+    """A recurrence under a condition (if-converted: a predicate scalar), and a parallel loop."""
+
+    def kernel(self, a, x, b, n):
+        for i in range(1, n):
+            if x[i] > 3.0:
+                a[i] = a[i - 1] + x[i]
+            b[i] = x[i] * 2.0
+
+
+SEGMENT_CASES = {
+    "scalar recurrence": (SumThenScale, lambda: (np.arange(N * 1.0), np.zeros(N), N)),
+    "a temporary each": (TempEach, lambda: (np.arange(N * 1.0), np.ones(N), np.zeros(N), N)),
+    "one temporary": (TempShared, lambda: (np.arange(N * 1.0), np.ones(N), np.zeros(N), N)),
+    "live loop variable": (LiveLoopVariable, lambda: (np.ones(N), np.arange(N * 1.0),
+                                                      np.zeros(N), N)),
+    "empty loop": (LiveLoopVariable, lambda: (np.ones(N), np.arange(N * 1.0), np.zeros(N), 1)),
+    "predicated recurrence": (PredicatedRecurrence, lambda: (np.ones(N), np.arange(N * 1.0),
+                                                             np.zeros(N), N)),
+}
+
+
+SEGMENT_LAYOUTS = {
+    "scalar recurrence": [("single", None), ("grid:i", None)],
+    "a temporary each": [("single", None), ("grid:i", None)],
+    "live loop variable": [("single", None), ("grid:i", None)],
+    "predicated recurrence": [("single", None), ("grid:i", None)],
+}
+
+
+@pytest.mark.parametrize("case", SEGMENT_LAYOUTS)
+def test_a_sequential_segment_runs_between_grid_kernels(case):
+    cls, args = SEGMENT_CASES[case]
+    assert _kernels(cls, args()) == SEGMENT_LAYOUTS[case]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", SEGMENT_CASES)
+def test_segments_match_python(case, backend):
+    cls, args = SEGMENT_CASES[case]
+    want = args()
+    want_result = cls().original_kernel(*want)
+    got = args()
+    kernel = cls(backend=backend, strict=True)
+    result = kernel.kernel(*got)
+    assert all(n.backend == backend for n in kernel.last_call.nests)
+    assert result == want_result and type(result) is type(want_result)
+    for g, w in zip(got, want):
+        if isinstance(w, np.ndarray):
+            assert np.array_equal(g, w), (g, w)
 
 
 # -- item 3: each array copied once per call, back only if written --------------------------------
