@@ -2,7 +2,7 @@
 """The project's two commands; each does all its own set-up on a fresh machine.
 
     python3 run.py main    # the main job: the examples, specialized, with what ran and how fast
-    python3 run.py test    # the test suite (what CI runs, through .ci/run)
+    python3 run.py test    # the test suite (what CI runs, through .ci/run), a process per core
 
 Set-up: a virtual environment in .venv (created if missing), with the project installed in
 editable mode and its test extra (and the opencl extra where it installs); it is reinstalled when setup.py or pyproject.toml change.
@@ -25,6 +25,8 @@ EXTRAS = "test"
 #: Extras installed when they can be (a wheel for this platform, a reachable index): without
 #: them their tests skip, saying why.
 OPTIONAL = "opencl"
+#: The most test processes (each compiles; more would mostly wait for the disk and memory).
+MAX_WORKERS = 4
 
 
 def say(text):
@@ -62,6 +64,29 @@ def ensure_environment():
     STAMP.write_text(digest)
 
 
+def cores():
+    """The cores this process may run on: its affinity mask, within a cgroup's CPU quota."""
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        if quota != "max":
+            count = min(count, int(quota) // int(period))
+    except (OSError, ValueError):
+        pass
+    return max(1, count or 1)
+
+
+def parallel(args):
+    """pytest-xdist's options for the test suite: a worker per core (at most MAX_WORKERS), each
+    taking whole files (a file's tests share what they measured: ``--dist loadfile``); none
+    with one core, or where the arguments choose (``-n``, ``-p no:xdist``)."""
+    if any(a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses="))
+           for a in args):
+        return []
+    workers = min(cores(), MAX_WORKERS)
+    return ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []
+
+
 def main(argv):
     if not argv or argv[0] not in ("main", "test"):
         sys.exit(__doc__)
@@ -70,7 +95,7 @@ def main(argv):
     if job == "main":
         command = [str(PY), "-m", "examples", *rest]
     else:
-        command = [str(PY), "-m", "pytest", *rest]
+        command = [str(PY), "-m", "pytest", *parallel(rest), *rest]
     say(" ".join(command[1:]))
     return subprocess.run(command, cwd=ROOT).returncode
 

@@ -10,7 +10,7 @@ from asp_core import cache, specializer
 @pytest.fixture(scope="session", autouse=True)
 def _session_cache(tmp_path_factory):
     """Compiled variants go to a fresh cache (or ASP_TEST_CACHE_DIR, to reuse builds locally)."""
-    root = os.environ.get("ASP_TEST_CACHE_DIR") or str(tmp_path_factory.mktemp("asp-cache"))
+    root = os.environ.get("ASP_TEST_CACHE_DIR") or _shared_cache(tmp_path_factory)
     saved = {k: os.environ.get(k) for k in ("ASP_CACHE_DIR", "ASP_BACKEND", "ASP_DISABLE_JIT",
                                             "ASP_DUMP_DIR", "ASP_CALIBRATE")}
     os.environ["ASP_CACHE_DIR"] = root
@@ -23,6 +23,17 @@ def _session_cache(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+def _shared_cache(tmp_path_factory) -> str:
+    """A fresh cache folder for the run: one for all the workers of a parallel run
+    (pytest-xdist: ``run.py test``), which build each variant once between them (the disk
+    cache is safe across processes)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent / "asp-cache"
+        root.mkdir(exist_ok=True)
+        return str(root)
+    return str(tmp_path_factory.mktemp("asp-cache"))
 
 
 @pytest.fixture(autouse=True)
@@ -39,13 +50,29 @@ def private_cache(tmp_path):
 
 
 #: Lines tests ask to show at the end of the run (``report``), such as the generator's rate of
-#: kernels that ran as Python: shown without ``-s``, in the terminal summary.
+#: kernels that ran as Python: shown without ``-s``, in the terminal summary. A test's lines
+#: travel in its report (``user_properties``), so that a parallel run's workers send them to the
+#: process that prints the summary.
 SUMMARY: list[str] = []
+_PENDING: list[str] = []
+_PROPERTY = "asp-summary"
 
 
 def report(line: str) -> None:
     """Show ``line`` in the run's terminal summary."""
-    SUMMARY.append(line)
+    _PENDING.append(line)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if _PENDING:
+        outcome.get_result().user_properties.extend((_PROPERTY, line) for line in _PENDING)
+        _PENDING.clear()
+
+
+def pytest_runtest_logreport(report):
+    SUMMARY.extend(value for name, value in report.user_properties if name == _PROPERTY)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -28,3 +28,21 @@ def test_ci_runs_the_readme_test_command():
 def test_run_py_without_a_job_prints_usage():
     proc = subprocess.run([sys.executable, str(ROOT / "run.py")], capture_output=True, text=True)
     assert proc.returncode != 0 and "python3 run.py main" in proc.stderr
+
+
+def test_the_test_command_runs_a_worker_per_core_unless_told_otherwise(monkeypatch):
+    sys.path.insert(0, str(ROOT))
+    try:
+        import run
+    finally:
+        sys.path.remove(str(ROOT))
+    monkeypatch.setattr(run, "cores", lambda: 2)
+    assert run.parallel([]) == ["-n", "2", "--dist", "loadfile"]
+    assert run.parallel(["-x", "tests/test_run.py"]) == ["-n", "2", "--dist", "loadfile"]
+    for chosen in (["-n", "3"], ["-n3"], ["--numprocesses=3"], ["-p", "no:xdist"]):
+        assert run.parallel(chosen) == []
+    monkeypatch.setattr(run, "cores", lambda: 64)
+    assert run.parallel([])[1] == str(run.MAX_WORKERS)
+    monkeypatch.setattr(run, "cores", lambda: 1)
+    assert run.parallel([]) == []
+    assert 1 <= run.cores()

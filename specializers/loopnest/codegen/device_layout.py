@@ -13,7 +13,8 @@ work per thread from it, so both see the same kernels.
 * One that reduces scalars becomes a reduction (lanes, then a combine), where every lane's
   partial result combines as the loop's own statements combine (``combination``) and no later
   node reads the scalars.
-* A sequential top-level loop whose body is such parallel loops only is a host loop.
+* A sequential top-level loop whose body is such parallel loops only is a host loop; its
+  sibling loops run as one kernel where ``codegen.device_fusion`` proves it legal.
 * Any other top-level nodes (a recurrence, statements of their own), consecutive ones together,
   run on one work item, in a kernel of their own between the grid kernels (a *segment*: its
   band is empty), where no scalar flows between kernels (``_confined``): a scalar one kernel
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from .. import dast as d
 from ..schedule.tree import SLoop, SStmt
 from .cexpr import c_identifier, ctype, wrapping_arith
+from .device_fusion import fuse
 
 #: The most loops a kernel maps onto grid axes.
 MAX_AXES = 3
@@ -72,7 +74,10 @@ class DeviceLayout:
         for position, node in enumerate(root):
             if self._host_loop(node):
                 flush()
-                out.extend((inner, self._band(inner, ()), node) for inner in node.body)
+                siblings = fuse(node.body, lambda inner: self._band(inner, ()),
+                                self.analysis.access, self.plan.bound, self.scalar_uses,
+                                (node.lid,))
+                out.extend((inner, band, node) for inner, band in siblings)
                 kernels.append((node,))
                 continue
             reductions = node.reductions if isinstance(node, SLoop) else ()

@@ -16,7 +16,8 @@ from specializers.loopnest import LoopKernel
 from specializers.loopnest.codegen.device import device_module
 
 
-from .test_device import needs_opencl
+from .generators import load_kernel
+from .test_device import OPENCL_MISSING, needs_opencl
 
 BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
 
@@ -169,17 +170,80 @@ def test_fusion_cases_match_python(case, backend):
     _same_as_python(cls, backend, args)
 
 
-@pytest.mark.xfail(strict=True, reason="gap (issue 11 item 1): sibling loops of one nest are "
-                   "never fused; a legal fusion under a time loop still launches two kernels "
-                   "per iteration")
-def test_legal_sibling_loops_under_a_time_loop_fuse_into_one_kernel():
-    assert _kernels(SiblingsLegal, _siblings_legal_args()) == [("grid:i", "t")]
+@pytest.mark.parametrize("dialect", ["opencl", "cuda"])
+def test_legal_sibling_loops_under_a_time_loop_fuse_into_one_kernel(dialect):
+    assert _kernels(SiblingsLegal, _siblings_legal_args(), dialect) == [("grid:i", "t")]
 
 
 @pytest.mark.parametrize("dialect", ["opencl", "cuda"])
 def test_a_parallel_group_after_a_sequential_one_gets_a_grid_kernel(dialect):
     assert _kernels(RecurrenceThenParallel, _recurrence_args(), dialect) == \
         [("single", None), ("grid:i", None)]
+
+
+# -- item 1: sibling fusion, the class: offsets of the flow and anti dependences between them --
+
+def _siblings_source(o1: int, o2: int, target: str, second_var: str = "i",
+                     second_stop: str = "n - 1") -> str:
+    """Under a time loop: ``b[i] = a[i + o1] * 0.5 + t`` then ``target[i] = b[i + o2] + 1.0``.
+    Fusion is legal where every dependence between the two meets at the same ``i``: ``o2 == 0``
+    (the flow through b) and ``o1 == 0`` where the second writes a (the anti dependence)."""
+    j = second_var
+    return (
+        "from specializers.loopnest import LoopKernel\n\n"
+        "class Kernel(LoopKernel):\n"
+        "    def kernel(self, a, b, c, steps, n):\n"
+        "        for t in range(steps):\n"
+        "            for i in range(1, n - 1):\n"
+        f"                b[i] = a[i + {o1}] * 0.5 + t\n"
+        f"            for {j} in range(1, {second_stop}):\n"
+        f"                {target}[{j}] = b[{j} + {o2}] + 1.0\n")
+
+
+FUSION_CASES = [(o1, o2, target) for o1 in (-1, 0, 1) for o2 in (-1, 0, 1)
+                for target in ("a", "c")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("o1,o2,target", FUSION_CASES)
+def test_siblings_fuse_exactly_where_every_dependence_meets_at_the_same_iteration(
+        o1, o2, target, backend):
+    Kernel, _ = load_kernel(_siblings_source(o1, o2, target))
+    args = (np.arange(N * 1.0) ** 1.5, np.zeros(N), np.zeros(N), 4, N)
+    legal = o2 == 0 and (target == "c" or o1 == 0)
+    dialect = "cuda" if backend == "cuda-emulated" else "opencl"
+    assert _kernels(Kernel, args, dialect) == \
+        ([("grid:i", "t")] if legal else [("grid:i", "t"), ("grid:i", "t")])
+    _same_as_python(Kernel, backend, args)
+
+
+@pytest.mark.parametrize("second_var,second_stop", [("j", "n - 1"), ("i", "n - 2"),
+                                                     ("i", "n")])
+def test_siblings_with_other_variables_or_bounds_stay_apart(second_var, second_stop):
+    Kernel, _ = load_kernel(_siblings_source(0, 0, "c", second_var, second_stop))
+    args = (np.arange(N * 1.0), np.zeros(N), np.zeros(N), 3, N)
+    assert _kernels(Kernel, args) == [("grid:i", "t"), ("grid:" + second_var, "t")]
+
+
+class SiblingTemporary(LoopKernel):
+    """A temporary of the first sibling read by the second: Python reads its last value (of
+    the last i), so the siblings must not fuse."""
+
+    def kernel(self, a, b, c, steps, n):
+        x = 0.0
+        for t in range(steps):
+            for i in range(n):
+                x = a[i] * 2.0
+                b[i] = x
+            for i in range(n):
+                c[i] = b[i] + x
+
+
+def test_a_scalar_crossing_siblings_keeps_them_apart():
+    args = (np.arange(N * 1.0), np.zeros(N), np.zeros(N), 3, N)
+    assert _kernels(SiblingTemporary, args) != [("grid:i", "t")]
+    for backend in ("opencl", "cuda-emulated") if OPENCL_MISSING is None else ("cuda-emulated",):
+        _same_as_python(SiblingTemporary, backend, args)
 
 
 # -- item 1: segments (top-level nodes no grid runs) between grid kernels -----------------------
