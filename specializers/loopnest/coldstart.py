@@ -14,8 +14,9 @@ The data suggest work by the arrays among the call's arguments and the kernel's 
 and the integers among the arguments (loop bounds): a nest ``L`` loops deep over arrays of up
 to ``d`` dimensions and ``N`` elements runs about ``N ** (L / d)`` iterations (gemm's three
 loops over ``n x n`` matrices: ``n ** 3``), each at least ``WORK_S_PER_ELEMENT`` in the
-interpreter; ``L`` is read off the method's bytecode (the deepest nesting of its ``for``
-loops), once. The analysis cost is proportional to the size of the method's bytecode
+interpreter, times one per ``BYTES_PER_UNIT`` bytes of the method's bytecode (a loop body of
+more operations costs more per iteration); ``L`` and the bytecode's size are read off the
+method's bytecode (the deepest nesting of its ``for`` loops), once. The analysis cost is proportional to the size of the method's bytecode
 (``ANALYSIS_S_PER_BYTE``, measured on the twelve examples), plus, for the first kernel a
 process analyses, the analysis's own first use (``FIRST_ANALYSIS_S``: the modules it loads,
 measured at 20 to 25 ms). ``strict=True``, a forced backend, ``ASP_SELECTION=fixed``
@@ -31,8 +32,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-#: Interpreter time per array element a call may touch, a lower bound of its work (seconds).
+#: Interpreter time per array element a call may touch, a lower bound of its work (seconds)...
 WORK_S_PER_ELEMENT = 60e-9
+#: ...times one per this many bytes of the method's bytecode (at least once). On the twelve
+#: examples the time of plain Python over the element count times 60 ns was 1.1 (vadd, 108
+#: bytes) to 34 (gemver, 562 bytes), at least 1/100 of the bytecode's size but for the two
+#: whose depth the element count already overstates (conv2d, fbcorr); without the factor,
+#: first calls of jacobi and conway at 512 x 512 ran as Python without analysis, twice as long
+#: as analysing and compiling would have taken.
+BYTES_PER_UNIT = 100
 #: The analysis and rewrite of a kernel and its first binding, per byte of its bytecode, plus
 #: a base (seconds): the static part alone measured 10 to 64 us a byte on the examples.
 ANALYSIS_S_PER_BYTE = 30e-6
@@ -54,18 +62,21 @@ class ColdStart:
 
     analysis_s: float
     depth: int = 1        # the deepest nesting of for loops in the method
+    weight: float = 1.0   # the work per element, in WORK_S_PER_ELEMENT (the bytecode's size)
     spent: float = 0.0
     calls: int = 0
 
     @classmethod
     def of(cls, func: Callable) -> "ColdStart":
-        return cls(ANALYSIS_BASE_S + ANALYSIS_S_PER_BYTE * _bytecode_size(func.__code__),
-                   loop_depth(func.__code__))
+        size = _bytecode_size(func.__code__)
+        return cls(ANALYSIS_BASE_S + ANALYSIS_S_PER_BYTE * size, loop_depth(func.__code__),
+                   max(1.0, size / BYTES_PER_UNIT))
 
     def stays_cold(self, owner: Any, args: tuple, kwargs: dict) -> bool:
         """Whether this call should run the original code without analysis."""
         first = 0.0 if _ANALYSED[0] else FIRST_ANALYSIS_S
-        return self.spent + work_hint(owner, args, kwargs, self.depth) < self.analysis_s + first
+        work = self.weight * work_hint(owner, args, kwargs, self.depth)
+        return self.spent + work < self.analysis_s + first
 
     def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict) -> Any:
         """Run the original method, adding its time to what the cold kernel has spent."""

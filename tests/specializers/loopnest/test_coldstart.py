@@ -58,3 +58,32 @@ def test_the_first_analysis_in_a_process_costs_more(monkeypatch):
     assert cold.stays_cold(None, (data,), {})          # the analysis loads its modules first
     coldstart.analysed()
     assert not cold.stays_cold(None, (data,), {})
+
+
+def stencil(A, B, n):
+    for i in range(1, n - 1):
+        for j in range(1, n - 1):
+            B[i, j] = (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1] +
+                       A[i - 1, j - 1] + A[i + 1, j + 1] + A[i - 1, j + 1] +
+                       A[i + 1, j - 1]) * 0.125 - A[i, j]
+
+
+def test_a_longer_loop_body_weighs_more_per_element():
+    """The same data suggest more work for a method of more bytecode (one unit per
+    BYTES_PER_UNIT bytes, at least one): a stencil's first call on 185 x 185 is analysed at
+    once, where a copy of the same arrays stays cold (its analysis costs less, too, but
+    less than the stencil's work grows)."""
+    from specializers.loopnest import coldstart
+
+    def copy2d(A, B, n):
+        for i in range(n):
+            for j in range(n):
+                B[i, j] = A[i, j]
+
+    heavy, light = ColdStart.of(stencil), ColdStart.of(copy2d)
+    assert heavy.weight == coldstart._bytecode_size(stencil.__code__) / coldstart.BYTES_PER_UNIT
+    assert heavy.weight > 2.0 and light.weight < 1.5
+    n = 185
+    A = np.zeros((n, n))
+    coldstart.analysed()
+    assert light.stays_cold(None, (A, A, n), {}) and not heavy.stays_cold(None, (A, A, n), {})

@@ -25,6 +25,7 @@ from specializers.loopnest import LoopKernel
 from .generators import load_kernel
 from .helpers import ORDERS, assert_same_as_python, close, identical, run_both
 from .test_device import needs_opencl
+from .test_exits import TopLevelWhile   # the search loop written as a top-level while
 
 ALL = ["python", "python-reversed", "python-shuffled", "c", "openmp",
        pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
@@ -458,16 +459,6 @@ def test_for_else_is_refused_with_its_line():
     with pytest.raises(SpecializationError, match="unsupported for-else") as error:
         ForElse(backend="c", strict=True).kernel(np.ones((2, 2)), np.zeros(2), 0.5)
     assert error.value.location.line == line and error.value.location.file == __file__
-
-
-class TopLevelWhile(LoopKernel):
-    """The search loop written as a while at the method's top level."""
-
-    def kernel(self, x, t):
-        k = 0
-        while k < x.shape[0] and x[k] < t:
-            k += 1
-        return k
 
 
 def test_a_top_level_while_loop_runs_compiled():
