@@ -142,20 +142,19 @@ class Problem:
     blas: bool
 
 
-def _random(shape: tuple[int, ...]) -> np.ndarray:
-    return np.random.default_rng(SEED).random(shape)
-
-
 def _gemm_arguments(n: int) -> tuple:
-    return _random((n, n)), _random((n, n))[::-1].copy(), np.zeros((n, n))
+    rng = np.random.default_rng(SEED)
+    return rng.random((n, n)), rng.random((n, n)), np.zeros((n, n))
 
 
 def _syr2k_arguments(n: int) -> tuple:   # m = n
-    return ALPHA, _random((n, n)), _random((n, n))[::-1].copy(), np.zeros((n, n))
+    rng = np.random.default_rng(SEED)
+    return ALPHA, rng.random((n, n)), rng.random((n, n)), np.zeros((n, n))
 
 
 def _conv2d_arguments(n: int) -> tuple:
-    return _random((n, n)), _random((5, 5)), np.zeros((n - 4, n - 4))
+    rng = np.random.default_rng(SEED)
+    return rng.random((n, n)), rng.random((5, 5)), np.zeros((n - 4, n - 4))
 
 
 def problems() -> dict[str, Problem]:
@@ -259,6 +258,7 @@ class Contender:
 
 
 C, OPENMP, NUMBA, NUMBA_PAR = "C", "OpenMP", "Numba", "Numba par"
+OURS = (C, OPENMP, NUMBA, NUMBA_PAR)   # the columns before the reference's
 
 
 def numba_note() -> str | None:
@@ -322,15 +322,14 @@ def contenders(problem: Problem, threads: int, blas: BlasThreads,
 
 def references(problem: Problem, labels: list[str]) -> tuple[str, str]:
     """The reference columns serial C and OpenMP are compared with (1 thread, all threads)."""
-    ours = {C, OPENMP, NUMBA, NUMBA_PAR}
-    theirs = [label for label in labels if label not in ours]
+    theirs = [label for label in labels if label not in OURS]
     return theirs[0], theirs[-1]
 
 
 # -- checking -----------------------------------------------------------------------------------
 
-class Mismatch(SystemExit):
-    pass
+class Mismatch(Exception):
+    """A contender's result is not the reference's: the run stops without figures."""
 
 
 def check_reference(problem: Problem) -> None:
@@ -364,11 +363,13 @@ def timed_call(contender: Contender, args: tuple, blas: BlasThreads) -> float:
 
 @dataclass
 class Row:
-    """One size: the best seconds per contender, or why it has none."""
+    """One size: the best seconds per contender, or why it has none; ``capped``: those that
+    made a call over the cap at this size (not timed at larger sizes)."""
 
     n: int
     seconds: dict[str, float] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
+    capped: set[str] = field(default_factory=set)
 
 
 def predicted(contender: Contender, problem: Problem, n: int) -> float | None:
@@ -401,6 +402,7 @@ def measure_size(problem: Problem, team: list[Contender], n: int, rounds: int, c
             check_result(problem, contender, n, args[-1], expected)
         if seconds > cap and contender.last is not None:   # no compile in it: it is the figure
             row.seconds[contender.label] = seconds
+            row.capped.add(contender.label)
             contender.note = "over cap"
     for _ in range(rounds):
         for contender in active:
@@ -410,6 +412,7 @@ def measure_size(problem: Problem, team: list[Contender], n: int, rounds: int, c
             best = min(row.seconds.get(contender.label, float("inf")), seconds)
             row.seconds[contender.label] = best
             if seconds > cap:
+                row.capped.add(contender.label)
                 contender.note = "over cap"
     for contender in active:
         if contender.label in row.seconds:
@@ -445,10 +448,7 @@ def _cell(problem: Problem, row: Row, label: str) -> str:
     rate = gflops(problem, row, label)
     if rate is None:
         return row.notes.get(label, "-")
-    return f"{rate:.2f}" + ("*" if row.seconds[label] > CAP_MARK[0] else "")
-
-
-CAP_MARK = [float("inf")]   # set to --cap by main: a figure from a call over it is marked '*'
+    return f"{rate:.2f}" + ("*" if label in row.capped else "")
 
 
 def table(problem: Problem, labels: list[str], rows: list[Row]) -> list[str]:
@@ -496,7 +496,7 @@ def header(load: tuple, load_after: tuple, threads: int, blas: BlasThreads,
         numba_text,
         f"best of {rounds} interleaved round(s) after a warm-up call; cap {cap:g} s per call",
         "ratios: GFLOP/s of ours over theirs (C to 1-thread BLAS and Numba, OpenMP to "
-        "all-thread BLAS and parallel Numba); '*': a single call over the cap",
+        "all-thread BLAS and parallel Numba); '*': a call over the cap at that size",
     ]
 
 
@@ -534,7 +534,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     load = os.getloadavg()
-    CAP_MARK[0] = args.cap
     threads = len(os.sched_getaffinity(0))
     blas = BlasThreads()
     note = numba_note()
@@ -546,9 +545,7 @@ def main(argv: list[str] | None = None) -> int:
             problem = problems()[name]
             sizes = args.sizes or list(problem.quick if args.quick else problem.sizes)
             team = contenders(problem, threads, blas, note is None)
-            labels = [c.label for c in team] + ([] if note is None else [NUMBA, NUMBA_PAR])
-            labels = [label for label in (C, OPENMP, NUMBA, NUMBA_PAR) if label in labels] + \
-                [c.label for c in team if c.label not in (C, OPENMP, NUMBA, NUMBA_PAR)]
+            labels = list(OURS) + [c.label for c in team if c.label not in OURS]
             rows = measure(problem, team, sizes, args.rounds, args.cap, blas)
             tables += table(problem, labels, rows) + [""]
             summaries.append(summary(problem, labels, rows))
