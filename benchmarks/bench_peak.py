@@ -41,7 +41,6 @@ average the header prints (``--out benchmarks/results/peak.txt``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
 import datetime
 import importlib.util
@@ -49,7 +48,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
@@ -309,7 +308,8 @@ def contenders(problem: Problem, threads: int, blas: BlasThreads,
     parallel = problem.cls(backend="openmp", strict=True, num_threads=threads)
     result = [Contender(C, serial.kernel), Contender(OPENMP, parallel.kernel)]
     if with_numba:
-        numba_versions.numba().set_num_threads(threads)
+        numba = numba_versions.numba()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         result += [Contender(NUMBA, numba_versions.same_source(problem.cls)),
                    Contender(NUMBA_PAR, numba_parallel(problem.name))]
     if problem.blas and blas.controlled:
@@ -320,7 +320,7 @@ def contenders(problem: Problem, threads: int, blas: BlasThreads,
     return result
 
 
-def references(problem: Problem, labels: list[str]) -> tuple[str, str]:
+def references(labels: list[str]) -> tuple[str, str]:
     """The reference columns serial C and OpenMP are compared with (1 thread, all threads)."""
     theirs = [label for label in labels if label not in OURS]
     return theirs[0], theirs[-1]
@@ -373,44 +373,62 @@ class Row:
 
 
 def predicted(contender: Contender, problem: Problem, n: int) -> float | None:
+    """The contender's time at size ``n``: its last best time scaled by the flop count."""
     if contender.last is None:
         return None
     last_n, last_s = contender.last
     return last_s * problem.flops(n) / problem.flops(last_n)
 
 
-def measure_size(problem: Problem, team: list[Contender], n: int, rounds: int, cap: float,
-                 blas: BlasThreads, first: bool) -> Row:
-    row = Row(n)
+def active_at(problem: Problem, team: list[Contender], n: int, cap: float, row: Row
+              ) -> list[Contender]:
+    """The contenders timed at size ``n``: not over the cap, nor predicted to be."""
     active = []
     for contender in team:
         guess = predicted(contender, problem, n)
         if contender.note is None and guess is not None and guess > cap:
             contender.note = f"over cap (~{guess:.0f} s predicted)"
-        if contender.note is not None:
-            row.notes[contender.label] = "over cap" if "cap" in contender.note else "-"
-        else:
+        if contender.note is None:
             active.append(contender)
+        else:
+            row.notes[contender.label] = "over cap"
+    return active
+
+
+def warm_up(problem: Problem, active: list[Contender], args: tuple, cap: float, row: Row,
+            blas: BlasThreads, expected: np.ndarray | None) -> None:
+    """A call of each contender before it is timed (it compiles, loads, touches the memory);
+    its result checked against ``expected`` where given. A warm-up call over the cap at a size
+    after the contender's first (no compile in it) is its figure: it is timed no more."""
+    for contender in active:
+        seconds = timed_call(contender, args, blas)
+        if expected is not None:
+            check_result(problem, contender, row.n, args[-1], expected)
+        if seconds > cap and contender.last is not None:
+            row.seconds[contender.label] = seconds
+            row.capped.add(contender.label)
+            contender.note = "over cap"
+
+
+def measure_size(problem: Problem, team: list[Contender], n: int, rounds: int, cap: float,
+                 blas: BlasThreads, first: bool) -> Row:
+    """The best time of each contender at size ``n``, the contenders called in turn in each
+    round; at the first size, every result checked against the NumPy reference's."""
+    row = Row(n)
+    active = active_at(problem, team, n, cap, row)
     args = problem.arguments(n)
     expected = None
     if first:
         problem.reference(*args)
         expected = args[-1].copy()
-    for contender in active:   # warm-up: compiles, loads, touches the memory
-        seconds = timed_call(contender, args, blas)
-        if expected is not None:
-            check_result(problem, contender, n, args[-1], expected)
-        if seconds > cap and contender.last is not None:   # no compile in it: it is the figure
-            row.seconds[contender.label] = seconds
-            row.capped.add(contender.label)
-            contender.note = "over cap"
+    warm_up(problem, active, args, cap, row, blas, expected)
     for _ in range(rounds):
         for contender in active:
             if contender.note is not None:
                 continue
             seconds = timed_call(contender, args, blas)
-            best = min(row.seconds.get(contender.label, float("inf")), seconds)
-            row.seconds[contender.label] = best
+            row.seconds[contender.label] = min(row.seconds.get(contender.label, seconds),
+                                               seconds)
             if seconds > cap:
                 row.capped.add(contender.label)
                 contender.note = "over cap"
@@ -427,7 +445,8 @@ def measure(problem: Problem, team: list[Contender], sizes: list[int], rounds: i
     for index, n in enumerate(sizes):
         rows.append(measure_size(problem, team, n, rounds, cap, blas, first=index == 0))
         print(f"  {problem.name} n={n}: " + ", ".join(
-            f"{label} {s:.3g} s" for label, s in rows[-1].seconds.items()),
+            [f"{label} {s:.3g} s" for label, s in rows[-1].seconds.items()]
+            + [f"{c.label} {c.note}" for c in team if c.note and c.label not in rows[-1].seconds]),
               file=sys.stderr, flush=True)
     return rows
 
@@ -452,23 +471,23 @@ def _cell(problem: Problem, row: Row, label: str) -> str:
 
 
 def table(problem: Problem, labels: list[str], rows: list[Row]) -> list[str]:
-    single, every = references(problem, labels)
+    single, every = references(labels)
     ratios = [(C, single), (OPENMP, every), (C, NUMBA), (OPENMP, NUMBA_PAR)]
     heads = labels + [f"{a}/{b}" for a, b in ratios]
-    width = max(11, *(len(h) + 2 for h in heads))
+    widths = [max(10, len(head) + 2) for head in heads]
     lines = [f"{problem.name}: GFLOP/s (best of the rounds), reference {problem.reference_label}",
-             f"{'n':>6s}" + "".join(f"{h:>{width}s}" for h in heads)]
+             f"{'n':>6s}" + "".join(f"{h:>{w}s}" for h, w in zip(heads, widths))]
     for row in rows:
         cells = [_cell(problem, row, label) for label in labels]
         cells += [_ratio(problem, row, a, b) for a, b in ratios]
-        lines.append(f"{row.n:6d}" + "".join(f"{c:>{width}s}" for c in cells))
+        lines.append(f"{row.n:6d}" + "".join(f"{c:>{w}s}" for c, w in zip(cells, widths)))
     return lines
 
 
 def summary(problem: Problem, labels: list[str], rows: list[Row]) -> str:
     """At n = 2000, else the largest size run: C's and OpenMP's share of the reference's rate."""
     row = next((r for r in rows if r.n == 2000), rows[-1])
-    single, every = references(problem, labels)
+    single, every = references(labels)
 
     def share(ours: str, theirs: str) -> str:
         ratio = _ratio(problem, row, ours, theirs)
