@@ -14,6 +14,7 @@
 | ``ASP_EXACT_REDUCTIONS`` | ``1``: reductions keep Python's order of operations (their loops run sequentially) |
 | ``ASP_CALIBRATE``   | ``0``/``off``/``no``: no background calibration (cost models use the stored one, else defaults) |
 | ``ASP_SELECTION``   | ``fixed``: the old fixed rule instead of the cost model (for comparisons) |
+| ``ASP_TILE``        | ``N``: tile every band the analysis allows with blocks of N (tests); ``0``: never tile |
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Config:
     exact_reductions: bool = False
     selection: str = "model"
     calibrate: bool = True
+    tile: int | None = None   # None: the tiling's own choice
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Config":
@@ -67,11 +69,21 @@ class Config:
             exact_reductions=env.get("ASP_EXACT_REDUCTIONS", "").strip().lower() in _TRUE,
             selection=env.get("ASP_SELECTION", "").strip().lower() or "model",
             calibrate=env.get("ASP_CALIBRATE", "").strip().lower() not in _FALSE,
+            tile=_tile(env.get("ASP_TILE", "").strip()),
         )
 
     def with_(self, **changes) -> "Config":
         """A copy with some settings changed."""
         return replace(self, **changes)
+
+
+def _tile(text: str) -> int | None:
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    raise ValueError(f"ASP_TILE must be a block size (a whole number, 0: never tile), not "
+                     f"{text!r}")
 
 
 def _positive_int(text: str) -> int | None:

@@ -245,8 +245,50 @@ def _cuda_devices() -> tuple[tuple[CudaDevice, ...], bool, str | None]:
     return tuple(devices), True, None if devices else "no CUDA device found"
 
 
+@dataclass(frozen=True)
+class DataCaches:
+    """Sizes in bytes of the data caches one core sees (L1 data, L2, L3: 0 where unknown),
+    and where they were read."""
+
+    l1: int
+    l2: int
+    l3: int
+    source: str
+
+
+#: Where the platform says nothing (not Linux, no sysfs): a common x86 core's, stated as such.
+DEFAULT_CACHES = DataCaches(32 << 10, 512 << 10, 0, "defaults (the platform did not say)")
+
+
+@functools.lru_cache(maxsize=1)
+def data_caches(root: str = "/sys/devices/system/cpu/cpu0/cache") -> DataCaches:
+    """The data (and unified) caches of CPU 0, from Linux's sysfs (memoized)."""
+    sizes: dict[int, int] = {}
+    try:
+        for entry in sorted(os.listdir(root)):
+            if not entry.startswith("index"):
+                continue
+            folder = os.path.join(root, entry)
+            with open(os.path.join(folder, "type")) as f:
+                kind = f.read().strip()
+            if kind not in ("Data", "Unified"):
+                continue
+            with open(os.path.join(folder, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(folder, "size")) as f:
+                text = f.read().strip().upper()
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            sizes[level] = int(text.rstrip("KMG")) * scale
+    except (OSError, ValueError):
+        return DEFAULT_CACHES
+    if not sizes.get(1) or not sizes.get(2):
+        return DEFAULT_CACHES
+    return DataCaches(sizes[1], sizes[2], sizes.get(3, 0), root)
+
+
 def clear_cache() -> None:
     """Forget the answers of ``query_platform()`` and ``cpu_identity()``."""
     query_platform.cache_clear()
     cpu_identity.cache_clear()
     cpu_cores.cache_clear()
+    data_caches.cache_clear()

@@ -107,8 +107,19 @@ def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=(), runn
         if plan is not None and not isinstance(analysis, RejectedNest):
             lines += _plan_text(analysis, plan, record.backend)
         if runners and record is not None and record.ran:
+            lines += tiles_text(runners[index], record.backend)
             lines += choice_text(runners[index])
     return "\n".join(lines)
+
+
+def tiles_text(runner, backend: str | None) -> list[str]:
+    """The bands the variant that ran tiled (``schedule.tiling``), with their blocks and why."""
+    for variant in runner._executors.values():
+        module = getattr(variant, "module", None)
+        if module is not None and getattr(variant, "backend", backend) == backend and \
+                getattr(module, "tiles", ()):
+            return [f"  {backend}: {text}" for text in module.tiles]
+    return []
 
 
 def device_text(runner, backend: str) -> list[str]:

@@ -30,6 +30,7 @@ from asp_core.signature import ArraySig, ObjectSig, signature_of
 from asp_core.specializer import PYTHON, CallRecord, Specializer, Variant, warn_once
 
 from . import dast as d
+from .codegen.c import serial_schedule
 from .codegen.finals import UNCHANGED, computable, finals_function
 from .codegen.openmp import small_loops, wide_loops
 from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
@@ -38,7 +39,7 @@ from .cost import index as variant_index
 from .cost.estimates import ORIGINAL, NestEstimator, parse_label
 from .rollback import COMPILED_ERRORS, exact_on_error, in_source_order, written_positions
 from .safety import check_arrays
-from .schedule.tree import SLoop
+from .schedule.tree import SLoop, STile
 from .lowering import KernelContext
 from .pipeline import NestAnalysis, RejectedNest
 from .rewrite import NO_VALUE, RUN_ORIGINAL
@@ -245,12 +246,13 @@ class NestRunner(Specializer):
             return self._device(kind, plan, types)
         if backend == PYTHON or backend in CHECKERS:
             order = CHECKERS.get(backend, "source")
-            memo = (order, plan.schedule)
+            schedule = forced_tiling(analysis, plan, self.config.tile)
+            memo = (order, schedule)
             run = self._executors.get(memo)
             if run is None:
                 seed = None if order == "reversed" else self.config_seed()
-                run = python_executor(analysis, plan.schedule, self.name, order, seed)
-                if order != "source" or analysis.guarded or \
+                run = python_executor(analysis, schedule, self.name, order, seed)
+                if order != "source" or analysis.guarded or schedule is not plan.schedule or \
                         not in_source_order(plan.schedule, analysis.sequential):
                     # Any Python operation may raise: leave Python's state when one does.
                     run = exact_on_error(run, written_positions(analysis), (Exception,),
@@ -348,7 +350,13 @@ class NestRunner(Specializer):
     def _memo(self, backend: str, plan, signature, threads: int | None) -> tuple:
         """What a compiled executor depends on (its key among the nest's executors, which
         every instance of the kernel shares: ``NestAnalysis.executors``)."""
-        return (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature,
+        schedule = plan.schedule
+        if backend == "c":   # (serial C tiles its bands: codegen.c.serial_schedule)
+            names = self.analysis.names
+            schedule = serial_schedule(self.analysis, plan, {
+                name: sig.dtype.itemsize for name, sig in zip(names.inputs, signature)
+                if name in names.arrays})[0]
+        return (backend, schedule, _modes(plan), loop_ranges(plan), signature,
                 (wide_loops(plan, threads or self._cores), threads,
                  small_loops(self.analysis, plan))
                 if backend == "openmp" else None, self.config.exact_errors)
@@ -482,6 +490,18 @@ def check_arguments(analysis: NestAnalysis, signature) -> None:
                                           "time is supported)")
 
 
+def forced_tiling(analysis: NestAnalysis, plan, force: int | None):
+    """The schedule the plain-Python executor runs: the plan's, with its bands tiled in
+    blocks of ``force`` (``ASP_TILE``, for tests: the order checker then runs the tiled order
+    serial C would run, so an illegal tiling shows as a wrong result)."""
+    if not force:
+        return plan.schedule
+    from .schedule.tiling import tile_schedule
+
+    loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
+    return tile_schedule(plan.schedule, plan.graph, plan.bound, loops, {}, 0, force)[0]
+
+
 def python_executor(analysis: NestAnalysis, schedule, title: str, order: str = "source",
                     seed: int | None = None):
     """The plain-Python executor of ``analysis`` under ``schedule``."""
@@ -492,7 +512,8 @@ def python_executor(analysis: NestAnalysis, schedule, title: str, order: str = "
                                   name=fa_name, header=header, order=order)
     run = compile_python(source, fa_name, calls, f"<asp {title}>", seed)
     scheduled = list(_loops(schedule.root))
-    if (order == "source" or not any(loop.parallel for loop in scheduled)) and (
+    tiled = any(isinstance(node, STile) for node in _nodes(schedule.root))
+    if (order == "source" or not any(loop.parallel for loop in scheduled)) and not tiled and (
             len({loop.lid for loop in scheduled}) == len(d.loops(analysis.nest.loop))
             or not computable(analysis.nest, analysis.live_loop_vars)):
         return run  # every loop ran in source order: loop variables end as Python leaves them
@@ -501,10 +522,16 @@ def python_executor(analysis: NestAnalysis, schedule, title: str, order: str = "
 
 
 def _loops(nodes):
-    for node in nodes:
+    for node in _nodes(nodes):
         if isinstance(node, SLoop):
             yield node
-            yield from _loops(node.body)
+
+
+def _nodes(nodes):
+    for node in nodes:
+        yield node
+        if isinstance(node, (SLoop, STile)):
+            yield from _nodes(node.body)
 
 
 def with_final_loop_values(run, analysis: NestAnalysis):

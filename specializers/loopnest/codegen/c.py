@@ -39,7 +39,7 @@ from asp_core.templates import render
 from .. import dast as d
 from ..analysis.binding import DIRECT, SHIFTED, BoundAccess
 from ..pretty import expression
-from ..schedule.tree import SLoop, SStmt
+from ..schedule.tree import SLoop, SStmt, STile
 from ..typeinfer import Ty, TypeInfo
 from .cexpr import CExpression, c_identifier, check_supported_types, ctype
 from .ranges import loop_ranges
@@ -96,6 +96,8 @@ class CModule:
     #: ``void packed(const asp_slot *slots, void *out)``: the entry point with its arguments
     #: in an array of 8-byte slots (``asp_core.call_guard.make_caller``), "" if none
     packed: str = ""
+    #: the bands the schedule tiled and why (``schedule.tiling.TiledBand.describe``)
+    tiles: tuple[str, ...] = ()
 
 
 def c_order_accessor(ident: str, ndim: int) -> str:
@@ -109,10 +111,29 @@ def c_order_accessor(ident: str, ndim: int) -> str:
     return f"#define ASP_AT_{ident}({', '.join(indices)}) ({ident}[{flat}])"
 
 
+def serial_schedule(analysis, plan, itemsize: dict[str, int]):
+    """(the schedule, the tiled bands) serial C runs for ``plan``: its permutable bands tiled
+    for this machine's L2 cache, or in blocks of ``ASP_TILE`` (``schedule.tiling``);
+    ``itemsize``: array -> bytes per element. The runner's memo of compiled variants holds the
+    schedule too: calls whose plans tile differently get modules of their own."""
+    from asp_core import config, platform
+
+    from ..schedule.tiling import tile_schedule
+
+    sizes = dict(itemsize)
+    sizes.update({plan.bound.canonical.get(n, n): w for n, w in itemsize.items()})
+    loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
+    return tile_schedule(plan.schedule, plan.graph, plan.bound, loops, sizes,
+                         platform.data_caches().l2, config.current().tile)
+
+
 class CModuleBuilder:
     """Builds the C module of one plan for one call signature."""
 
     variant = "c"
+    #: Whether the schedule's permutable bands are tiled (``schedule.tiling``): serial C only,
+    #: so far (the OpenMP and device emitters do not print tile loops).
+    tiles = True
     #: How generated code stops after an error: "goto" (leave the nest) or "guard" (skip
     #: every later array write; for code that may not jump out of a parallel region).
     on_error = "goto"
@@ -140,6 +161,14 @@ class CModuleBuilder:
         self.live = [s for s in self.names.scalars if s in analysis.scalars.live_out]
         self.guard_writes = False  # set when on_error is "guard" and the nest can fail
         self.stops = False         # some statement jumps to asp_stop
+        self.schedule, self.tiled = self._tiling()
+
+    def _tiling(self):
+        """The schedule this module runs (its bands tiled where ``tiles``) and the tiles."""
+        if not self.tiles:
+            return self.plan.schedule, ()
+        itemsize = {name: self.types.arrays[name].dtype.itemsize for name in self.names.arrays}
+        return serial_schedule(self.analysis, self.plan, itemsize)
 
     # -- the variant key (what the generated code depends on) ----------------------------------
 
@@ -152,7 +181,7 @@ class CModuleBuilder:
         steps = tuple(sorted((lid, 1 if b.step > 0 else -1, b.wide)
                              for lid, b in self.plan.bound.loops.items()))
         sig = tuple(str(s) for s in self.signature)
-        return (self.analysis.nest, self.plan.schedule, sig, modes, steps,
+        return (self.analysis.nest, self.schedule, sig, modes, steps,
                 tuple(sorted(self.aliased)), tuple(self.analysis.live_loop_vars),
                 tuple(self.live), self.loop_ranges)
 
@@ -315,12 +344,12 @@ class CModuleBuilder:
         entry = f"asp_nest_{key[:16]}"
         out_type = f"asp_out_{key[:16]}"
         emitter = self.emitter()
-        walk(self.plan.schedule, self.analysis.nest, emitter)
+        walk(self.schedule, self.analysis.nest, emitter)
         if self.on_error == "guard" and any("asp_err" in text for text in emitter.lines):
             self.guard_writes, self.error_sites = True, []  # again, with every write guarded
             self.expr.simd_functions.clear()
             emitter = self.emitter()
-            walk(self.plan.schedule, self.analysis.nest, emitter)
+            walk(self.schedule, self.analysis.nest, emitter)
         params, arguments = self.arguments()
         fields, epilogue, outputs = self.outputs()
         header = f"{self.variant} variant of {self.title}"
@@ -338,7 +367,7 @@ class CModuleBuilder:
         beyond = any(_BEYOND_INT64.search(text) for text in emitter.lines)
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
                        tuple(self.error_sites), self.variant == "openmp", can_fail, beyond,
-                       packed)
+                       packed, tuple(band.describe() for band in self.tiled))
 
     @staticmethod
     def cdef(entry: str, out_type: str, params: list[str], fields: list[str]) -> str:
@@ -383,6 +412,7 @@ class CEmitter:
         self.b = builder
         self.lines: list[str] = []
         self.depth = 0
+        self.tiles: set[int] = set()   # lids whose tile loop is open (their blocks run inside)
 
     def prologue(self) -> list[str]:
         return []
@@ -397,7 +427,39 @@ class CEmitter:
         return (expr.integer(loop.start), expr.integer(loop.stop), expr.integer(loop.step),
                 "<" if step > 0 else ">")
 
+    def tile(self, loop: d.Loop, node: STile, body: Callable[[], None]) -> None:
+        """A tile loop (``schedule.tiling``: a rectangular band, not wide): the
+        loop's bounds, then its blocks' first values; the loop itself runs inside, one block
+        (``block_header``)."""
+        var = c_identifier(loop.var)
+        cmp = self.bounds(loop)[3]   # "<" stepping up, ">" down
+        self.line("{")
+        self.depth += 1
+        self.hoist(loop)
+        block = f"{node.size} * asp_step_{var}"
+        self.line(f"for (int64_t asp_tile_{var} = asp_lo_{var}; asp_tile_{var} {cmp} "
+                  f"asp_hi_{var}; asp_tile_{var} += {block}) {{")
+        self.line(f"    const int64_t asp_end_{var} = asp_tile_{var} + {block} {cmp} asp_hi_{var}"
+                  f" ? asp_tile_{var} + {block} : asp_hi_{var};")
+        self.depth += 1
+        self.tiles.add(loop.lid)
+        body()
+        self.tiles.discard(loop.lid)
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
+        if loop.lid in self.tiles:   # one block of a tiled loop
+            var = c_identifier(loop.var)
+            self.line(f"for (int64_t {var} = asp_tile_{var}; {var} {self.bounds(loop)[3]} "
+                      f"asp_end_{var}; {var} += asp_step_{var}) {{")
+            self.depth += 1
+            body()
+            self.depth -= 1
+            self.line("}")
+            return
         if loop.predicate:
             self.line(f"if ({c_identifier(loop.predicate)}) {{")
             self.depth += 1

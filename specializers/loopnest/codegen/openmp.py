@@ -122,6 +122,7 @@ def wide_loops(plan, threads: int) -> frozenset[int]:
 
 class OpenMPModuleBuilder(CModuleBuilder):
     variant = "openmp"
+    tiles = False
     on_error = "guard"  # no jumping out of a parallel region
 
     def __init__(self, analysis, plan, types, signature: tuple, title: str, threads: int = 1):

@@ -6,7 +6,9 @@ if-conversion and scheduling) with Python's own semantics, on the same NumPy obj
 ``"shuffled"``) runs each *parallel* loop in reversed or shuffled order instead: if the
 analysis wrongly called a loop parallel, its results differ from plain Python's. Private
 scalars marked ``lastprivate`` and the loop variables of loops inside a reordered loop get the
-values of the sequentially last iteration, as in any parallel run.
+values of the sequentially last iteration, as in any parallel run. A tiled schedule
+(``schedule.tiling``, under ``ASP_TILE``) runs in its blocked order, parallel loops reordered
+within their blocks.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from asp_core.templates import render
 from .. import dast as d
 from .. import intrinsics
 from ..pretty import PythonExpression
-from ..schedule.tree import Schedule, SLoop, SStmt
+from ..schedule.tree import Schedule, SLoop, SStmt, STile
 from .walker import walk
 
 ORDERS = ("source", "reversed", "shuffled")
@@ -45,6 +47,7 @@ class PythonEmitter:
         self.depth = 0
         self.calls: set[str] = set()
         self.counter = 0
+        self.tiles: dict[int, str] = {}   # lid -> the block its open tile loop is at
         self.expr = PythonExpression(name=identifier, call=self._call)
 
     def _call(self, canonical: str) -> str:
@@ -57,11 +60,30 @@ class PythonEmitter:
     def text(self, expr: d.Expr) -> str:
         return self.expr.text(expr)
 
+    def tile(self, loop: d.Loop, node: STile, body: Callable[[], None]) -> None:
+        """A tile loop (``schedule.tiling``): the loop's range in blocks of ``node.size``, in
+        order; the loop itself runs one block inside (see ``loop``)."""
+        self.counter += 1
+        blocks = f"__asp_blocks{self.counter}"
+        self.line(f"{blocks} = range({self.text(loop.start)}, {self.text(loop.stop)}, "
+                  f"{self.text(loop.step)})")
+        self.line(f"for __asp_tile{self.counter} in range(0, len({blocks}), {node.size}):")
+        self.depth += 1
+        self.tiles[loop.lid] = f"{blocks}[__asp_tile{self.counter}:__asp_tile{self.counter} + " \
+                               f"{node.size}]"
+        before = len(self.lines)
+        body()
+        if len(self.lines) == before:
+            self.line("pass")
+        del self.tiles[loop.lid]
+        self.depth -= 1
+
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
         if loop.predicate:
             self.line(f"if {identifier(loop.predicate)}:")
             self.depth += 1
-        bounds = f"range({self.text(loop.start)}, {self.text(loop.stop)}, {self.text(loop.step)})"
+        bounds = self.tiles.get(loop.lid) or \
+            f"range({self.text(loop.start)}, {self.text(loop.stop)}, {self.text(loop.step)})"
         var = identifier(loop.var)
         if node.parallel and self.order != "source":
             self._reordered_loop(var, bounds, node, body)

@@ -1,7 +1,8 @@
 """The schedule tree: the loop structure code generation walks.
 
 A ``Schedule`` is a tree of ``SLoop`` (a copy of source loop ``lid``, sequential or parallel)
-and ``SStmt`` (statement ``sid``). Loop distribution makes several copies of one source loop;
+and ``SStmt`` (statement ``sid``), and, in the serial C variant's tiled schedules, ``STile``
+(a loop's blocks). Loop distribution makes several copies of one source loop;
 interchange nests them in another order. Each statement also gets a ``StatementSchedule``:
 which of its loops must run sequentially, which may run in parallel, which are reductions.
 """
@@ -34,6 +35,18 @@ class SLoop(Node):
 
 
 @dataclass(frozen=True)
+class STile(Node):
+    """The tile loop of source loop ``lid`` (``schedule.tiling``): it walks the loop's range in
+    blocks of ``size`` iterations, in order; the ``SLoop`` of the same ``lid`` inside it runs
+    the iterations of one block. Tile loops of one band come first, outermost first, then
+    their loops in the band's order."""
+
+    lid: int
+    size: int
+    body: tuple["STile | SLoop", ...]
+
+
+@dataclass(frozen=True)
 class StatementSchedule(Node):
     """For one statement: its loop variables split by how they may run."""
 
@@ -45,7 +58,7 @@ class StatementSchedule(Node):
 
 @dataclass(frozen=True)
 class Schedule(Node):
-    root: tuple[SLoop | SStmt, ...]
+    root: tuple[SLoop | SStmt | STile, ...]
     statements: tuple[StatementSchedule, ...]
 
     def of(self, sid: int) -> StatementSchedule:

@@ -1,0 +1,224 @@
+"""Tiling: the loops of a fully permutable band walked in blocks that stay in the cache.
+
+A plain gemm (``C[i, j] += A[i, k] * B[k, j]``, scheduled i, k, j) streams all of ``B`` once
+per ``i``: at n = 2000 that is 32 MB per row, and the loop waits for memory. Walked in blocks
+(tile loops over i, k and j outside, the block's own i, k, j inside), a block of ``B`` is
+reused by every row of the block of ``i`` while it is in the cache.
+
+``tile_schedule`` (pure: a schedule, its dependence graph and binding in, a schedule out)
+finds bands: chains of perfectly nested loop copies (each the only child of the one around
+it), at least two deep, and tiles the first of them, from the outside in, that is
+
+* **legal**: fully permutable. Every dependence between statements of the band that the
+  loops around it may leave in one iteration (no ``<`` among their directions) has direction
+  ``=`` or ``<`` on every loop of the band, never ``>`` or ``*``: then any order of the band's
+  iterations that keeps each loop's own order per dependence runs every source before its
+  sink, the blocked order included. A reduction updating one element (``C[i, j] += ...``)
+  is such a dependence (``<`` on k), so its updates keep Python's order exactly;
+* **simple**: every loop of the band is far from the ends of int64 (its blocks' ends cannot
+  overflow; it may step down), has no
+  predicate, no scalar reduction and no last-iteration scalar, and its bounds do not depend on
+  the band's other loops (rectangular: triangular bands are not tiled yet);
+* **worth it**: the arrays the band touches do not fit in half the L2 cache
+  (``asp_core.platform.data_caches``), and some loop runs longer than its block.
+
+Block sizes (``block_sizes``, not a function of the trip counts: one module serves every
+size): every loop starts at ``MIN_BLOCK`` iterations; the innermost loop (the one walking memory contiguously, after interchange) doubles first, up to
+``MAX_INNER_BLOCK``, then the others in turn, while a block's footprint (per array, its
+element size times the block sizes of the band loops its subscripts use) fits in half the L2.
+``force`` (``ASP_TILE``) tiles every legal, simple band with blocks of that size (tests), or
+never (0).
+
+Tile loops come in the band's order, outermost first, then the band's loops, each running one
+block; ``TiledBand`` records what was chosen and why, for ``explain()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..analysis.binding import BoundNest
+from ..analysis.graph import DependenceGraph
+from .tree import Schedule, SLoop, SStmt, STile
+
+#: The smallest block tried, the innermost loop's largest (iterations).
+MIN_BLOCK = 8
+MAX_INNER_BLOCK = 512
+#: The largest of any other loop.
+MAX_BLOCK = 256
+#: A band's blocks fill at most this share of the L2 cache.
+L2_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class TiledBand:
+    """One tiled band: its loops' variables, their block sizes, and why."""
+
+    variables: tuple[str, ...]
+    sizes: tuple[int, ...]
+    footprint: int       # bytes a block touches
+    why: str
+
+    def describe(self) -> str:
+        blocks = " x ".join(f"{v}:{s}" for v, s in zip(self.variables, self.sizes))
+        return f"tiled ({blocks}; a block touches {self.footprint / 1024:.0f} KiB): {self.why}"
+
+
+def tile_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, loops: dict,
+                  itemsize: dict[str, int], l2_bytes: int, force: int | None = None
+                  ) -> tuple[Schedule, tuple[TiledBand, ...]]:
+    """``schedule`` with its bands tiled where legal, simple and worth it (see the module).
+    ``loops``: lid -> the nest's ``dast.Loop``; ``itemsize``: array -> bytes per element."""
+    if force == 0:
+        return schedule, ()
+    tiled: list[TiledBand] = []
+
+    def visit(node):
+        if isinstance(node, SStmt):
+            return node
+        chain = _chain(node)
+        for start in range(len(chain) - 1):
+            band = chain[start:]
+            choice = _choose(band, graph, bound, loops, itemsize, l2_bytes, force)
+            if choice is not None:
+                sizes, footprint, why = choice
+                tiled.append(TiledBand(tuple(loops[n.lid].var for n in band), sizes,
+                                       footprint, why))
+                return _rebuild(chain[:start], _tiled(band, sizes))
+        return SLoop(node.lid, node.parallel, tuple(visit(c) for c in node.body),
+                     node.reductions, node.private, node.lastprivate)
+
+    root = tuple(visit(node) for node in schedule.root)
+    if not tiled:
+        return schedule, ()
+    return Schedule(root, schedule.statements), tuple(tiled)
+
+
+def _chain(node: SLoop) -> list[SLoop]:
+    """``node`` and the loops perfectly nested in it (each the only child of the last)."""
+    chain = [node]
+    while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], SLoop):
+        chain.append(chain[-1].body[0])
+    return chain
+
+
+def _choose(band: list[SLoop], graph, bound: BoundNest, loops, itemsize, l2_bytes: int,
+            force: int | None) -> tuple[tuple[int, ...], int, str] | None:
+    """(block sizes, footprint, why) for ``band``, or None where it is not tiled."""
+    lids = [n.lid for n in band]
+    if not _simple(band, bound, loops) or not _permutable(band, graph):
+        return None
+    trips = [bound.loops[lid].t_max + 1 for lid in lids]
+    accesses = _accesses(band, bound, itemsize)
+    if force:
+        sizes = (force,) * len(lids)
+        if all(s >= t for s, t in zip(sizes, trips)):
+            return None
+        return sizes, _footprint(accesses, lids, sizes), f"ASP_TILE={force}"
+    budget = int(l2_bytes * L2_SHARE)
+    whole = _footprint(accesses, lids, tuple(trips))
+    if whole <= budget:
+        return None   # it all fits already: blocks would only add loops
+    sizes = block_sizes(accesses, lids, budget)
+    if all(s >= t for s, t in zip(sizes, trips)):
+        return None
+    return (sizes, _footprint(accesses, lids, sizes),
+            f"its arrays ({whole / 1024:.0f} KiB) do not fit in half the L2 "
+            f"({budget / 1024:.0f} KiB)")
+
+
+def block_sizes(accesses, lids: list[int], budget: int) -> tuple[int, ...]:
+    """Block sizes for a band whose accesses are ``accesses``: the innermost loop's grows
+    first (doubling, up to ``MAX_INNER_BLOCK``), then the others' in turn (up to
+    ``MAX_BLOCK``), while a block's footprint fits in ``budget`` bytes. Not a function of the
+    trip counts, so that one module serves every size a tiled band runs at."""
+    sizes = [MIN_BLOCK] * len(lids)
+    order = [len(lids) - 1] + list(range(len(lids) - 1))
+    grew = True
+    while grew:
+        grew = False
+        for k in order:
+            limit = MAX_INNER_BLOCK if k == len(lids) - 1 else MAX_BLOCK
+            wider = sizes[:k] + [min(2 * sizes[k], limit)] + sizes[k + 1:]
+            if wider[k] > sizes[k] and _footprint(accesses, lids, tuple(wider)) <= budget:
+                sizes, grew = wider, True
+                if k == len(lids) - 1:
+                    break   # the innermost grows as far as it can before the others
+    return tuple(sizes)
+
+
+def _simple(band: list[SLoop], bound: BoundNest, loops) -> bool:
+    lids = {n.lid for n in band}
+    for node in band:
+        b = bound.loops[node.lid]
+        if node.reductions or node.lastprivate or loops[node.lid].predicate or b.wide or \
+                b.t_max < 0:
+            return False
+        if any(lid in lids for lid, _ in b.start.coeffs + b.extent.coeffs):
+            return False   # triangular within the band
+    return True
+
+
+def _permutable(band: list[SLoop], graph: DependenceGraph) -> bool:
+    lids = [n.lid for n in band]
+    inside = set(_statement_ids(band[-1]))
+    for edge in graph.edges:
+        if edge.source not in inside or edge.sink not in inside:
+            continue
+        positions = [edge.loops.index(lid) for lid in lids if lid in edge.loops]
+        if len(positions) != len(lids):
+            return False   # (the statements share the band: cannot happen)
+        if "<" in edge.vector[:min(positions)]:
+            continue   # carried by a loop around the band
+        if any(edge.vector[p] not in ("=", "<") for p in positions):
+            return False
+    return True
+
+
+def _accesses(band: list[SLoop], bound: BoundNest, itemsize) -> set[tuple[str, frozenset, int]]:
+    """(array, the band loops its subscripts use, element size) of each access in the band;
+    a subscript the binding could not read uses them all."""
+    lids = {n.lid for n in band}
+    out = set()
+    for sid in _statement_ids(band[-1]):
+        for access in bound.accesses[sid]:
+            used: set[int] = set()
+            for dim in access.dims:
+                used |= lids if dim is None else {lid for lid, _ in dim.coeffs if lid in lids}
+            out.add((access.array, frozenset(used), itemsize.get(access.array, 8)))
+    return out
+
+
+def _footprint(accesses, lids: list[int], sizes: tuple[int, ...]) -> int:
+    size_of = dict(zip(lids, sizes))
+    total = 0
+    for _, used, width in accesses:
+        block = width
+        for lid in used:
+            block *= size_of[lid]
+        total += block
+    return total
+
+
+def _statement_ids(node) -> list[int]:
+    if isinstance(node, SStmt):
+        return [node.sid]
+    return [sid for child in node.body for sid in _statement_ids(child)]
+
+
+def _tiled(band: list[SLoop], sizes: tuple[int, ...]) -> STile:
+    """Tile loops, in the band's order, around the band's loops."""
+    inner: SLoop | STile = band[-1]
+    for node in reversed(band[:-1]):
+        inner = SLoop(node.lid, node.parallel, (inner,), node.reductions, node.private,
+                      node.lastprivate)
+    for node, size in reversed(list(zip(band, sizes))):
+        inner = STile(node.lid, size, (inner,))
+    return inner
+
+
+def _rebuild(outer: list[SLoop], inner):
+    for node in reversed(outer):
+        inner = SLoop(node.lid, node.parallel, (inner,), node.reductions, node.private,
+                      node.lastprivate)
+    return inner

@@ -1,0 +1,180 @@
+"""Tiling (``schedule.tiling``): which bands are tiled, and tiled code against the original.
+
+Forced blocks (``ASP_TILE``) tile every band the analysis allows, at sizes that divide no
+range, and the order checker (``python-shuffled``) runs the same blocked order, parallel
+loops shuffled within their blocks: an illegal tiling shows as a wrong result.
+"""
+
+import copy
+
+import numpy as np
+import pytest
+
+from specializers.loopnest import LoopKernel
+from specializers.loopnest.checking import load_source
+from specializers.loopnest.checking.random_nests import make_arrays, random_nest
+from specializers.loopnest.schedule import tiling
+from specializers.loopnest.schedule.tree import STile
+
+from .helpers import close
+
+
+class Gemm(LoopKernel):
+    def kernel(self, A, B, C, n):
+        for i in range(n):
+            for j in range(n):
+                for k in range(n):
+                    C[i, j] += A[i, k] * B[k, j]
+
+
+class Skewed(LoopKernel):
+    """Direction (<, >): the band is not permutable."""
+
+    def kernel(self, A, n):
+        for i in range(1, n):
+            for j in range(n - 1):
+                A[i, j] = A[i - 1, j + 1] * 0.5 + 1.0
+
+
+class Triangular(LoopKernel):
+    def kernel(self, A, B, n):
+        for i in range(n):
+            for j in range(i + 1):
+                B[i, j] = A[i, j] + A[j, i]
+
+
+class Imperfect(LoopKernel):
+    def kernel(self, A, B, n):
+        for i in range(n):
+            B[i, 0] = 0.0
+            for j in range(1, n):
+                B[i, j] = A[i, j] * 2.0
+
+
+class TimeLoop(LoopKernel):
+    def kernel(self, A, B, steps, n):
+        for t in range(steps):
+            for i in range(n):
+                for j in range(n):
+                    B[i, j] = A[i, j] * 0.5 + t
+
+
+def _tiles(cls, args, monkeypatch, force=None):
+    """The tiled bands of the serial C module of the kernel's first nest for this call."""
+    if force is None:
+        monkeypatch.delenv("ASP_TILE", raising=False)
+    else:
+        monkeypatch.setenv("ASP_TILE", str(force))
+    kernel = cls(backend="c", strict=True)
+    kernel.kernel(*copy.deepcopy(args))
+    runner = kernel._asp_current.runners[0]
+    modules = [v.module for v in runner._executors.values() if hasattr(v, "module")]
+    return modules[-1].tiles
+
+
+def _gemm_args(n):
+    rng = np.random.default_rng(1)
+    return (rng.random((n, n)), rng.random((n, n)), np.zeros((n, n)), n)
+
+
+def test_a_gemm_too_big_for_the_cache_is_tiled_and_a_small_one_is_not(monkeypatch):
+    (band,) = _tiles(Gemm, _gemm_args(300), monkeypatch)
+    assert band.startswith("tiled (i:") and "do not fit in half the L2" in band
+    assert _tiles(Gemm, _gemm_args(20), monkeypatch) == ()
+
+
+def test_the_blocks_do_not_depend_on_the_size(monkeypatch):
+    """One module serves every size a tiled band runs at (its key holds the schedule)."""
+    big = _tiles(Gemm, _gemm_args(300), monkeypatch)
+    bigger = _tiles(Gemm, _gemm_args(420), monkeypatch)
+    assert big[0].split(";")[0] == bigger[0].split(";")[0]
+
+
+@pytest.mark.parametrize("cls,args", [
+    (Skewed, lambda: (np.random.default_rng(2).random((9, 9)), 9)),
+    (Triangular, lambda: (np.random.default_rng(3).random((9, 9)), np.zeros((9, 9)), 9)),
+    (Imperfect, lambda: (np.random.default_rng(4).random((9, 9)), np.zeros((9, 9)), 9)),
+], ids=["not permutable", "triangular", "imperfect"])
+def test_bands_that_are_not_tiled(cls, args, monkeypatch):
+    assert _tiles(cls, args(), monkeypatch, force=2) == ()
+    _same_as_python(cls, args(), monkeypatch)
+
+
+def test_a_time_loop_around_a_permutable_band_joins_it(monkeypatch):
+    args = (np.random.default_rng(5).random((7, 7)), np.zeros((7, 7)), 4, 7)
+    (band,) = _tiles(TimeLoop, args, monkeypatch, force=3)
+    assert band.startswith("tiled (") and all(f"{v}:3" in band for v in "tij")
+    _same_as_python(TimeLoop, args, monkeypatch)
+
+
+def test_the_block_sizes_fill_half_the_l2_innermost_first():
+    accesses = {("C", frozenset({0, 2}), 8), ("A", frozenset({0, 1}), 8),
+                ("B", frozenset({1, 2}), 8)}   # gemm scheduled i (0), k (1), j (2)
+    sizes = tiling.block_sizes(accesses, [0, 1, 2], 256 * 1024)
+    assert sizes[2] == tiling.MAX_INNER_BLOCK
+    assert tiling._footprint(accesses, [0, 1, 2], sizes) <= 256 * 1024
+    assert all(s >= tiling.MIN_BLOCK for s in sizes)
+
+
+def _same_as_python(cls, args, monkeypatch, backends=("c", "python-shuffled", "python")):
+    want = copy.deepcopy(args)
+    want_result = cls().original_kernel(*want)
+    for backend in backends:
+        got = copy.deepcopy(args)
+        result = cls(backend=backend, strict=True).kernel(*got)
+        assert close((result, got), (want_result, want)), backend
+
+
+@pytest.mark.parametrize("force,seeds", [(2, 100), (3, 200)])
+def test_random_affine_nests_tiled(force, seeds, monkeypatch):
+    """Random affine nests (two to four loops, coupled and negative coefficients and steps,
+    several arrays) with every permutable band tiled in blocks that divide no range, in
+    serial C and, where C tiled, in the order checker, against the original code; enough of
+    them tiled to mean something (most random nests are triangular, imperfect or not
+    permutable)."""
+    monkeypatch.setenv("ASP_TILE", str(force))
+    tiled = 0
+    for seed in range(seeds):
+        nest = random_nest(seed)
+        Kernel = load_source(nest.source)
+        values = dict(make_arrays(nest), **nest.args)
+        code = Kernel.kernel.__wrapped__.__code__
+        args = [values[p] for p in code.co_varnames[1:code.co_argcount]]
+        plain = copy.deepcopy(args)
+        Kernel().original_kernel(*plain)
+        for backend in ("c", "python-shuffled"):
+            got = copy.deepcopy(args)
+            kernel = Kernel(backend=backend, strict=True)
+            kernel.kernel(*got)
+            assert close(got, plain), f"{backend}, seed {seed}\n{nest.source}"
+            runner = kernel._asp_current.runners[0]
+            if backend == "c" and not any(getattr(v, "module", None) is not None and
+                                          v.module.tiles for v in runner._executors.values()):
+                break
+            tiled += backend == "c"
+    assert tiled >= seeds // 10, tiled
+
+
+def test_an_illegal_tiling_is_caught_by_the_order_checker(monkeypatch):
+    """With the permutability test switched off (a test hook), the skewed band is tiled, and
+    both the checker and serial C give another result than Python's."""
+    monkeypatch.setattr(tiling, "_permutable", lambda band, graph: True)
+    monkeypatch.setenv("ASP_TILE", "2")
+    args = (np.random.default_rng(6).random((9, 9)), 9)
+    want = copy.deepcopy(args)
+    Skewed().original_kernel(*want)
+    for backend in ("python", "c"):
+        got = copy.deepcopy(args)
+        Skewed(backend=backend, strict=True).kernel(*got)
+        assert not np.array_equal(got[0], want[0]), backend
+
+
+def test_the_checker_runs_the_blocked_order(monkeypatch):
+    from specializers.loopnest import runtime
+
+    monkeypatch.setenv("ASP_TILE", "3")
+    kernel = Gemm(backend="python", strict=True)
+    kernel.kernel(*_gemm_args(7))
+    runner = kernel._asp_current.runners[0]
+    schedule = runtime.forced_tiling(runner.analysis, runner.last_plan, 3)
+    assert isinstance(schedule.root[0], STile)
