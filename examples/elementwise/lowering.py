@@ -131,7 +131,12 @@ class _ExprLowering(NodeVisitor):
         ops = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not"}
         if type(node.op) not in ops:
             raise self.unsupported(node, f"operator {type(node.op).__name__}")
-        return d.UnaryOp(ops[type(node.op)], self.visit(node.operand), loc=self.fa.location(node))
+        operand = self.visit(node.operand)
+        if isinstance(operand, d.Const) and type(node.op) in (ast.USub, ast.UAdd):
+            # a signed constant is a constant (``-1.0 / (2.5 - 2.5)`` raises as Python does)
+            value = -operand.value if isinstance(node.op, ast.USub) else +operand.value
+            return d.Const(value, loc=self.fa.location(node))
+        return d.UnaryOp(ops[type(node.op)], operand, loc=self.fa.location(node))
 
     def visit_Compare(self, node: ast.Compare) -> d.Expr:
         if len(node.ops) != 1 or type(node.ops[0]) not in _CMPOPS:

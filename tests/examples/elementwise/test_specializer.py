@@ -149,3 +149,15 @@ def test_example_function_is_specialized():
     x = np.linspace(-3, 3, 101)
     got, want = both(polar_radius_and_wave, x, x[::-1].copy())
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("expr", ["-1.0 / (2.5 - 2.5)", "-1.0 % (2.5 % 2.5)",
+                                  "+2 // (3 - 3)", "-(1.0) / 0.0 + x"])
+def test_a_signed_constant_divided_by_zero_raises_as_python_does(expr):
+    """Found by the generated expressions: a constant with a sign was not folded, so the
+    division by a constant zero ran in C (giving -inf) where Python raises."""
+    func = load_generated(expr)
+    with pytest.raises(ZeroDivisionError):
+        func(1.0, 2.0)
+    with pytest.raises(SpecializationError, match="ZeroDivisionError"):
+        ElementwiseMap(func, strict=True)(np.ones(3), np.ones(3))
