@@ -350,12 +350,10 @@ class NestRunner(Specializer):
     def _memo(self, backend: str, plan, signature, threads: int | None) -> tuple:
         """What a compiled executor depends on (its key among the nest's executors, which
         every instance of the kernel shares: ``NestAnalysis.executors``)."""
-        schedule = plan.schedule
-        if backend == "c":   # (serial C tiles its bands: codegen.c.serial_schedule)
-            names = self.analysis.names
-            schedule = serial_schedule(self.analysis, plan, {
-                name: sig.dtype.itemsize for name, sig in zip(names.inputs, signature)
-                if name in names.arrays})[0]
+        names = self.analysis.names   # (C tiles bands: codegen.c.serial_schedule)
+        schedule = serial_schedule(self.analysis, plan, {
+            name: sig.dtype.itemsize for name, sig in zip(names.inputs, signature)
+            if name in names.arrays}, backend == "openmp")[0]
         return (backend, schedule, _modes(plan), loop_ranges(plan), signature,
                 (wide_loops(plan, threads or self._cores), threads,
                  small_loops(self.analysis, plan))

@@ -111,10 +111,11 @@ def c_order_accessor(ident: str, ndim: int) -> str:
     return f"#define ASP_AT_{ident}({', '.join(indices)}) ({ident}[{flat}])"
 
 
-def serial_schedule(analysis, plan, itemsize: dict[str, int]):
+def serial_schedule(analysis, plan, itemsize: dict[str, int], shared: bool = False):
     """(the schedule, the tiled bands) serial C runs for ``plan``: its permutable bands tiled
     for this machine's L2 cache, or in blocks of ``ASP_TILE`` (``schedule.tiling``);
-    ``itemsize``: array -> bytes per element. The runner's memo of compiled variants holds the
+    ``itemsize``: array -> bytes per element; ``shared``: for OpenMP (only top-level bands
+    headed by a parallel loop, whose blocks the threads share). The runner's memo of compiled variants holds the
     schedule too: calls whose plans tile differently get modules of their own."""
     from asp_core import config, platform
 
@@ -124,16 +125,17 @@ def serial_schedule(analysis, plan, itemsize: dict[str, int]):
     sizes.update({plan.bound.canonical.get(n, n): w for n, w in itemsize.items()})
     loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
     return tile_schedule(plan.schedule, plan.graph, plan.bound, loops, sizes,
-                         platform.data_caches().l2, config.current().tile)
+                         platform.data_caches().l2, config.current().tile, shared)
 
 
 class CModuleBuilder:
     """Builds the C module of one plan for one call signature."""
 
     variant = "c"
-    #: Whether the schedule's permutable bands are tiled (``schedule.tiling``): serial C only,
-    #: so far (the OpenMP and device emitters do not print tile loops).
-    tiles = True
+    #: Which of the schedule's permutable bands are tiled (``schedule.tiling``): "any", "shared"
+    #: (OpenMP: top-level bands headed by a parallel loop) or "" (none: the device emitter
+    #: prints no tile loops).
+    tiles = "any"
     #: How generated code stops after an error: "goto" (leave the nest) or "guard" (skip
     #: every later array write; for code that may not jump out of a parallel region).
     on_error = "goto"
@@ -168,7 +170,7 @@ class CModuleBuilder:
         if not self.tiles:
             return self.plan.schedule, ()
         itemsize = {name: self.types.arrays[name].dtype.itemsize for name in self.names.arrays}
-        return serial_schedule(self.analysis, self.plan, itemsize)
+        return serial_schedule(self.analysis, self.plan, itemsize, self.tiles == "shared")
 
     # -- the variant key (what the generated code depends on) ----------------------------------
 

@@ -176,7 +176,7 @@ class DeviceModuleBuilder(CModuleBuilder):
     """Builds the device module of one plan for one call signature in one dialect."""
 
     on_error = "guard"
-    tiles = False
+    tiles = ""
 
     def __init__(self, dialect: Dialect, analysis, plan, types, signature, title: str):
         super().__init__(analysis, plan, types, signature, title)

@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from .. import dast as d
-from ..schedule.tree import SLoop, SStmt
+from ..schedule.tree import SLoop, SStmt, STile
 from .c import CEmitter, CModuleBuilder
 from .cexpr import c_identifier, ctype
 from .device_layout import combination, identity
@@ -122,7 +122,7 @@ def wide_loops(plan, threads: int) -> frozenset[int]:
 
 class OpenMPModuleBuilder(CModuleBuilder):
     variant = "openmp"
-    tiles = False
+    tiles = "shared"
     on_error = "guard"  # no jumping out of a parallel region
 
     def __init__(self, analysis, plan, types, signature: tuple, title: str, threads: int = 1):
@@ -190,7 +190,40 @@ class OpenMPEmitter(CEmitter):
 
     # -- loops ---------------------------------------------------------------------------------
 
+    def tile(self, loop: d.Loop, node: STile, body: Callable[[], None]) -> None:
+        """A tiled top-level band headed by a parallel loop (``schedule.tiling``, shared): the
+        threads share the head's blocks (``omp parallel for`` on its tile loop); inside, one
+        thread runs the other tile loops and the band's loops over its blocks."""
+        if self.region or self.share or self.plain:
+            super().tile(loop, node, body)
+            return
+        band = _band_under(node)
+        var = c_identifier(loop.var)
+        cmp = self.bounds(loop)[3]
+        block = f"{node.size} * asp_step_{var}"
+        self.line("{")
+        self.depth += 1
+        self.hoist(loop)
+        self.line("#pragma omp parallel for" + self._clauses(band) + " num_threads(asp_nthreads)")
+        self.line(f"for (int64_t asp_tile_{var} = asp_lo_{var}; asp_tile_{var} {cmp} "
+                  f"asp_hi_{var}; asp_tile_{var} += {block}) {{")
+        self.line(f"    const int64_t asp_end_{var} = asp_tile_{var} + {block} {cmp} asp_hi_{var}"
+                  f" ? asp_tile_{var} + {block} : asp_hi_{var};")
+        self.depth += 1
+        self.tiles.add(loop.lid)
+        self.share += 1
+        body()
+        self.share -= 1
+        self.tiles.discard(loop.lid)
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
+        if loop.lid in self.tiles:   # one block of a tiled band's loop (one thread's)
+            CEmitter.loop(self, loop, node, body)
+            return
         if self.band_rest and self.band_rest[0].lid == loop.lid:  # a chunked band's next loop
             self._band_level(loop, node, body)
             return
@@ -712,6 +745,16 @@ def _contains_parallel(node: SLoop, small: frozenset[int] = frozenset()) -> bool
     """Whether ``node`` holds a loop the OpenMP variant shares among threads."""
     return any(isinstance(c, SLoop) and (c.parallel and c.lid not in small or
                                          _contains_parallel(c, small)) for c in node.body)
+
+
+def _band_under(node: STile) -> list[SLoop]:
+    """The loops of the band a tile loop heads (below its tile loops)."""
+    while isinstance(node, STile):
+        node = node.body[0]
+    band = [node]
+    while len(band[-1].body) == 1 and isinstance(band[-1].body[0], SLoop):
+        band.append(band[-1].body[0])
+    return band
 
 
 def _statements(node):

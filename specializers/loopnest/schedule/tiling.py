@@ -65,10 +65,12 @@ class TiledBand:
 
 
 def tile_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, loops: dict,
-                  itemsize: dict[str, int], l2_bytes: int, force: int | None = None
-                  ) -> tuple[Schedule, tuple[TiledBand, ...]]:
+                  itemsize: dict[str, int], l2_bytes: int, force: int | None = None,
+                  shared: bool = False) -> tuple[Schedule, tuple[TiledBand, ...]]:
     """``schedule`` with its bands tiled where legal, simple and worth it (see the module).
-    ``loops``: lid -> the nest's ``dast.Loop``; ``itemsize``: array -> bytes per element."""
+    ``loops``: lid -> the nest's ``dast.Loop``; ``itemsize``: array -> bytes per element;
+    ``shared``: only bands that are whole top-level nests headed by a parallel loop (the
+    OpenMP variant shares that loop's blocks among its threads)."""
     if force == 0:
         return schedule, ()
     tiled: list[TiledBand] = []
@@ -79,12 +81,16 @@ def tile_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, 
         chain = _chain(node)
         for start in range(len(chain) - 1):
             band = chain[start:]
+            if shared and (start or not band[0].parallel):
+                break
             choice = _choose(band, graph, bound, loops, itemsize, l2_bytes, force)
             if choice is not None:
                 sizes, footprint, why = choice
                 tiled.append(TiledBand(tuple(loops[n.lid].var for n in band), sizes,
                                        footprint, why))
                 return _rebuild(chain[:start], _tiled(band, sizes))
+        if shared:
+            return node
         return SLoop(node.lid, node.parallel, tuple(visit(c) for c in node.body),
                      node.reductions, node.private, node.lastprivate)
 

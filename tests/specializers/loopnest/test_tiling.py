@@ -59,13 +59,13 @@ class TimeLoop(LoopKernel):
                     B[i, j] = A[i, j] * 0.5 + t
 
 
-def _tiles(cls, args, monkeypatch, force=None):
-    """The tiled bands of the serial C module of the kernel's first nest for this call."""
+def _tiles(cls, args, monkeypatch, force=None, backend="c"):
+    """The tiled bands of the ``backend`` module of the kernel's first nest for this call."""
     if force is None:
         monkeypatch.delenv("ASP_TILE", raising=False)
     else:
         monkeypatch.setenv("ASP_TILE", str(force))
-    kernel = cls(backend="c", strict=True)
+    kernel = cls(backend=backend, strict=True)
     kernel.kernel(*copy.deepcopy(args))
     runner = kernel._asp_current.runners[0]
     modules = [v.module for v in runner._executors.values() if hasattr(v, "module")]
@@ -125,13 +125,15 @@ def _same_as_python(cls, args, monkeypatch, backends=("c", "python-shuffled", "p
         assert close((result, got), (want_result, want)), backend
 
 
-@pytest.mark.parametrize("force,seeds", [(2, 100), (3, 200)])
-def test_random_affine_nests_tiled(force, seeds, monkeypatch):
+@pytest.mark.parametrize("backend,force,seeds,minimum", [("c", 2, 100, 10), ("c", 3, 200, 20),
+                                                          ("openmp", 3, 200, 5)])
+def test_random_affine_nests_tiled(backend, force, seeds, minimum, monkeypatch):
     """Random affine nests (two to four loops, coupled and negative coefficients and steps,
     several arrays) with every permutable band tiled in blocks that divide no range, in
-    serial C and, where C tiled, in the order checker, against the original code; enough of
-    them tiled to mean something (most random nests are triangular, imperfect or not
-    permutable)."""
+    serial C (OpenMP: bands headed by a parallel top-level loop, its blocks shared) and, where
+    it tiled, in the order checker, against the original code; enough of them tiled to mean
+    something (most random nests are triangular, imperfect or not permutable; 7 of the 200
+    are whole bands headed by a parallel loop, as OpenMP tiles them)."""
     monkeypatch.setenv("ASP_TILE", str(force))
     tiled = 0
     for seed in range(seeds):
@@ -142,17 +144,17 @@ def test_random_affine_nests_tiled(force, seeds, monkeypatch):
         args = [values[p] for p in code.co_varnames[1:code.co_argcount]]
         plain = copy.deepcopy(args)
         Kernel().original_kernel(*plain)
-        for backend in ("c", "python-shuffled"):
+        for run in (backend, "python-shuffled"):
             got = copy.deepcopy(args)
-            kernel = Kernel(backend=backend, strict=True)
+            kernel = Kernel(backend=run, strict=True)
             kernel.kernel(*got)
-            assert close(got, plain), f"{backend}, seed {seed}\n{nest.source}"
+            assert close(got, plain), f"{run}, seed {seed}\n{nest.source}"
             runner = kernel._asp_current.runners[0]
-            if backend == "c" and not any(getattr(v, "module", None) is not None and
+            if run == backend and not any(getattr(v, "module", None) is not None and
                                           v.module.tiles for v in runner._executors.values()):
                 break
-            tiled += backend == "c"
-    assert tiled >= seeds // 10, tiled
+            tiled += run == backend
+    assert tiled >= minimum, tiled
 
 
 def test_an_illegal_tiling_is_caught_by_the_order_checker(monkeypatch):
@@ -178,3 +180,12 @@ def test_the_checker_runs_the_blocked_order(monkeypatch):
     runner = kernel._asp_current.runners[0]
     schedule = runtime.forced_tiling(runner.analysis, runner.last_plan, 3)
     assert isinstance(schedule.root[0], STile)
+
+
+def test_openmp_shares_the_blocks_of_a_parallel_head(monkeypatch):
+    (band,) = _tiles(Gemm, _gemm_args(300), monkeypatch, backend="openmp")
+    assert band.startswith("tiled (i:")
+    monkeypatch.setenv("ASP_TILE", "3")
+    _same_as_python(Gemm, _gemm_args(10), monkeypatch, backends=("openmp",))
+    _same_as_python(TimeLoop, (np.random.default_rng(7).random((8, 8)), np.zeros((8, 8)), 3, 8),
+                    monkeypatch, backends=("openmp",))
