@@ -433,16 +433,10 @@ class CEmitter:
         """A tile loop (``schedule.tiling``: a rectangular band, not wide): the
         loop's bounds, then its blocks' first values; the loop itself runs inside, one block
         (``block_header``)."""
-        var = c_identifier(loop.var)
-        cmp = self.bounds(loop)[3]   # "<" stepping up, ">" down
         self.line("{")
         self.depth += 1
         self.hoist(loop)
-        block = f"{node.size} * asp_step_{var}"
-        self.line(f"for (int64_t asp_tile_{var} = asp_lo_{var}; asp_tile_{var} {cmp} "
-                  f"asp_hi_{var}; asp_tile_{var} += {block}) {{")
-        self.line(f"    const int64_t asp_end_{var} = asp_tile_{var} + {block} {cmp} asp_hi_{var}"
-                  f" ? asp_tile_{var} + {block} : asp_hi_{var};")
+        self.tile_header(loop, node)
         self.depth += 1
         self.tiles.add(loop.lid)
         body()
@@ -451,6 +445,17 @@ class CEmitter:
         self.line("}")
         self.depth -= 1
         self.line("}")
+
+    def tile_header(self, loop: d.Loop, node: STile) -> None:
+        """The ``for`` line over a tiled loop's blocks (its bounds hoisted), and the end of
+        the block at hand (``asp_end_<var>``)."""
+        var = c_identifier(loop.var)
+        cmp = self.bounds(loop)[3]   # "<" stepping up, ">" down
+        block = f"{node.size} * asp_step_{var}"
+        self.line(f"for (int64_t asp_tile_{var} = asp_lo_{var}; asp_tile_{var} {cmp} "
+                  f"asp_hi_{var}; asp_tile_{var} += {block}) {{")
+        self.line(f"    const int64_t asp_end_{var} = asp_tile_{var} + {block} {cmp} asp_hi_{var}"
+                  f" ? asp_tile_{var} + {block} : asp_hi_{var};")
 
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
         if loop.lid in self.tiles:   # one block of a tiled loop

@@ -197,18 +197,12 @@ class OpenMPEmitter(CEmitter):
         if self.region or self.share or self.plain:
             super().tile(loop, node, body)
             return
-        band = _band_under(node)
-        var = c_identifier(loop.var)
-        cmp = self.bounds(loop)[3]
-        block = f"{node.size} * asp_step_{var}"
         self.line("{")
         self.depth += 1
         self.hoist(loop)
-        self.line("#pragma omp parallel for" + self._clauses(band) + " num_threads(asp_nthreads)")
-        self.line(f"for (int64_t asp_tile_{var} = asp_lo_{var}; asp_tile_{var} {cmp} "
-                  f"asp_hi_{var}; asp_tile_{var} += {block}) {{")
-        self.line(f"    const int64_t asp_end_{var} = asp_tile_{var} + {block} {cmp} asp_hi_{var}"
-                  f" ? asp_tile_{var} + {block} : asp_hi_{var};")
+        self.line("#pragma omp parallel for" + self._clauses(_band_under(node)) +
+                  " num_threads(asp_nthreads)")
+        self.tile_header(loop, node)
         self.depth += 1
         self.tiles.add(loop.lid)
         self.share += 1
