@@ -23,12 +23,15 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   variant is judged by what it costs once chosen. (Were its calls in fact spaced out, each
   paying the wake-up, the calls that chose it measure that, and the choice moves back.)
 * **Building.** A variant that is not built costs its build time first. The choice is made as a
-  rent-or-buy (ski rental) problem: if building and running the best variant costs less than
-  running the best built one now (by ``UNMEASURED_MARGIN``, where the built one was never
-  measured at that size), it is built now; otherwise the call runs the best built variant, and
-  the time this loses against the best variant is added up; once the losses reach the build
-  time, the best variant is built (in the background where the specializer can, so that no call
-  waits for it). Against an oracle that knows every future call, this pays at most twice the
+  rent-or-buy (ski rental) problem: if building and running the best variant costs no more
+  than running the best built one now, it is built now; otherwise the call runs the best built
+  variant, and the time this loses against the best variant is added up; once the losses
+  reach the build time, the best variant is built (in the background where the specializer
+  can, so that no call waits for it). (A margin against building while the built variant's
+  prediction was never measured, 1.25, ran the built variant in calls whose own loss already
+  reached the build time, so the build started beside it in the background: on this 2-core
+  machine that slowed first calls of jacobi and saxpy to 1.5 times their plain-Python time;
+  the build's CPU is spent either way, so waiting for it costs less.) Against an oracle that knows every future call, this pays at most twice the
   optimal cost (the classic 2-competitive break-even rule): calls that stop before the losses
   reach the build time lost at most the build time they did not spend; otherwise the build cost
   equals the losses already paid.
@@ -65,14 +68,6 @@ MAX_STEP = 0.5
 SETTLED, SAMPLE = 16, 4
 #: A correction moving by more than this (in log) lets the choice be made again.
 EPOCH_STEP = 0.25
-#: Building now to save the time of a built variant never measured at this size needs a
-#: prediction this many times better (see "Building"). With predictions off by up to a
-#: factor e either way, building at a margin m costs at most e / m times the better choice,
-#: not building at most e * m: m = 1 minimizes the worse of the two. A little above 1 leans
-#: toward running the built variant, which measures its prediction for the next calls, and
-#: leaves the cores to what else runs (a factor of 2 here cost first calls up to 1.8 times
-#: the best: a third to half of the time of plain Python wasted where building paid).
-UNMEASURED_MARGIN = 1.25
 #: A call predicted under this that switches variants is not measured; a probe of such a
 #: variant runs twice in a row (see "Switching" above).
 WARMUP_S = 1e-3
@@ -279,11 +274,8 @@ class Selector:
         if best.build_s == 0:
             return self._probe(best, ready, times, estimates)
         best_ready = min(ready, key=lambda e: times[e.label]) if ready else None
-        margin = 1.0
-        if best_ready is not None and not self.measured(best_ready.label, best_ready.size_class):
-            margin = UNMEASURED_MARGIN
         if best_ready is None or (can_wait and best.build_s + times[best.label] <=
-                                  times[best_ready.label] / margin):
+                                  times[best_ready.label]):
             return Decision(best.label, True, None,
                             f"{best.label}: building it pays off in this call "
                             f"({_s(best.build_s)} + {_s(times[best.label])} against "

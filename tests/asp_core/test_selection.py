@@ -147,22 +147,19 @@ def test_variants_of_a_millisecond_or_more_are_probed_one_call_at_a_time():
     assert {len(run) for run in runs if run} == {1}
 
 
-def test_building_now_against_an_unmeasured_prediction_needs_a_margin():
-    margin = selection.UNMEASURED_MARGIN
-    assert 1.0 <= margin <= 1.5
-    python_s = 0.9 * margin * 0.201
-    estimates = (est("python", python_s), est("c", 1e-3, build_s=0.2))
-    # 0.2 + 0.001 s against a prediction never checked, within the margin: run it, and
-    # measure it
-    s = Selector()
-    d = s.choose(estimates)
-    assert d.label == "python" and not d.build_now
-    s.observe(d.estimate, python_s)
-    # measured now: building pays off within the call
-    assert s.choose(estimates).build_now
-    # beyond the margin, even unmeasured
-    far = (est("python", 1.1 * margin * 0.201), est("c", 1e-3, build_s=0.2))
-    assert Selector().choose(far).build_now
+def test_a_first_call_builds_now_exactly_when_building_and_running_costs_no_more():
+    """No margin for an unmeasured prediction: where the call's own loss reaches the build
+    time, the build would start in this call anyway (in the background, beside the slower
+    variant, which it slows); so it is built now, and no build starts beside a run."""
+    estimates = (est("python", 0.99 * 0.201), est("c", 1e-3, build_s=0.2))
+    d = Selector().choose(estimates)
+    assert d.label == "python" and not d.build_now and d.build_later is None
+    estimates = (est("python", 1.01 * 0.201), est("c", 1e-3, build_s=0.2))
+    d = Selector().choose(estimates)
+    assert d.label == "c" and d.build_now and "pays off in this call" in d.reason
+    # unable to wait for a build (a forced background): the build starts beside the run
+    d = Selector().choose(estimates, can_wait=False)
+    assert d.label == "python" and d.build_later == "c"
 
 
 def test_a_variant_building_in_the_background_is_said_to_be_building():
