@@ -141,21 +141,23 @@ def stored() -> MachineParams | None:
     return dataclasses.replace(record.params, source=record.describe())
 
 
-def store(params: MachineParams) -> calibration.Calibration:
-    """Keep ``params`` as this machine's calibration (``CacheError`` if the cache folder cannot
-    be used), and make ``machine.machine()`` read them."""
+def store(params: MachineParams, cache_dir=None) -> calibration.Calibration:
+    """Keep ``params`` as this machine's calibration in ``cache_dir`` (default: the folder the
+    settings name now; ``CacheError`` if it cannot be used), and make ``machine.machine()``
+    read them."""
     params.validate()
     record = calibration.store(CALIBRATION, FORMAT, params.to_json(), note=params.source,
-                               cache_dir=config_module.current().cache_dir)
+                               cache_dir=cache_dir or config_module.current().cache_dir)
     machine_module.clear_cache()
     return record
 
 
-def calibrate(quick: bool = False, progress: Progress | None = None
+def calibrate(quick: bool = False, progress: Progress | None = None, cache_dir=None
               ) -> tuple[MachineParams, calibration.Calibration]:
-    """Measure and store; returns the parameters and the stored record."""
+    """Measure and store (in ``cache_dir``: see ``store``); returns the parameters and the
+    stored record."""
     params = measure(quick, progress)
-    return params, store(params)
+    return params, store(params, cache_dir)
 
 
 # -- the first use: a quick calibration in the background ------------------------------------
@@ -213,8 +215,8 @@ class _Background:
 BACKGROUND = _Background()
 
 
-def _quick_and_store() -> None:
-    params, record = calibrate(quick=True)
+def _quick_and_store(cache_dir=None) -> None:
+    params, record = calibrate(quick=True, cache_dir=cache_dir)
     log.info("calibrated in the background: %s", record.describe())
 
 
@@ -223,8 +225,9 @@ def ensure(background: bool = True) -> str:
     calibration, and unless ``ASP_CALIBRATE=0``, run a quick one (in a daemon thread with
     ``background``, else now). Returns ``status()``, which it also logs (once a process)."""
     if stored_record() is None and config_module.current().calibrate:
-        if background:
-            BACKGROUND.start(_quick_and_store)
+        if background:   # stored where the settings say now, not where they say at its end
+            cache_dir = config_module.current().cache_dir
+            BACKGROUND.start(lambda: _quick_and_store(cache_dir))
         else:
             BACKGROUND.run_now(_quick_and_store)
     now = status()

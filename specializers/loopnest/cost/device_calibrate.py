@@ -80,23 +80,24 @@ def clear_cache() -> None:
     params.cache_clear()
 
 
-def store(p: DeviceParams) -> calibration.Calibration:
+def store(p: DeviceParams, cache_dir=None) -> calibration.Calibration:
+    """Store ``p`` in ``cache_dir`` (default: the cache folder the settings name now)."""
     p.validate()
     record = calibration.store(record_name(p.backend), FORMAT, p.to_json(), note=p.source,
-                               cache_dir=config_module.current().cache_dir)
+                               cache_dir=cache_dir or config_module.current().cache_dir)
     clear_cache()
     return record
 
 
-def calibrate(backend: str, quick: bool = False
+def calibrate(backend: str, quick: bool = False, cache_dir=None
               ) -> tuple[DeviceParams, calibration.Calibration]:
-    """Measure ``backend``'s device and store its parameters (``BackendUnavailable`` where
-    there is none)."""
+    """Measure ``backend``'s device and store its parameters in ``cache_dir`` (default: the
+    settings' now; ``BackendUnavailable`` where there is none)."""
     from . import device_probes
     from .machine import machine
 
     measured = device_probes.measure(backend, machine(), quick)
-    return measured, store(measured)
+    return measured, store(measured, cache_dir)
 
 
 _STARTED: set[str] = set()
@@ -113,8 +114,11 @@ def _start_background(backend: str) -> None:
         _STARTED.add(backend)
         if not _THREADS:
             atexit.register(_stop_background)
-        thread = threading.Thread(target=_background, args=(backend,), daemon=True,
-                                  name=f"asp-calibrate-{backend}")
+        # the cache folder of the call that started it: the settings may name another by
+        # the time it ends (a test's own folder: its record landed in a later test's)
+        thread = threading.Thread(target=_background,
+                                  args=(backend, config_module.current().cache_dir),
+                                  daemon=True, name=f"asp-calibrate-{backend}")
         _THREADS.append(thread)
     thread.start()
 
@@ -134,12 +138,12 @@ def _stop_background() -> None:
 STOP_WAIT_S = 30.0
 
 
-def _background(backend: str) -> None:
+def _background(backend: str, cache_dir) -> None:
     from . import calibrate as cpu
 
     cpu.BACKGROUND.join()   # after the CPU's first calibration, if one runs
     try:
-        measured, record = calibrate(backend, quick=True)
+        measured, record = calibrate(backend, quick=True, cache_dir=cache_dir)
         log.info("calibrated the %s device in the background: %s", backend,
                  record.describe())
     except (AspError, OSError, ValueError, RuntimeError) as exc:

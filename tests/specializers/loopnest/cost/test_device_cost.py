@@ -285,3 +285,36 @@ def test_a_cpu_device_shares_the_cores_with_busy_processes_and_a_gpu_does_not():
     gpu = dataclasses.replace(DEVICE, host_memory=False)
     assert device_cost(p, gpu, DEFAULTS, cores=2, busy=2.0) == device_cost(p, gpu, DEFAULTS)
     assert idle == device_cost(p, cpu, DEFAULTS)[0]
+
+
+def test_a_background_calibration_stores_where_it_was_started(device_store, tmp_path,
+                                                              monkeypatch):
+    """The settings may name another cache folder by the time a background calibration ends
+    (a test's own, in the suite: its record landed in a later test's folder, which then saw
+    a device it had not calibrated); it stores in the folder of the call that started it."""
+    import threading
+
+    from specializers.loopnest.cost import device_probes
+
+    release = threading.Event()
+
+    def measure(backend, machine, quick):
+        release.wait(10)
+        return DEVICE
+
+    monkeypatch.setattr(device_probes, "measure", measure)
+    monkeypatch.setenv("ASP_CALIBRATE", "1")
+    monkeypatch.setattr(device_calibrate, "_STARTED", set())
+    monkeypatch.setattr(device_calibrate, "_THREADS", [])
+    started_in = tmp_path / "cache"
+    assert device_calibrate.params("opencl") is None      # starts the background calibration
+    later = tmp_path / "later"
+    monkeypatch.setenv("ASP_CACHE_DIR", str(later))
+    release.set()
+    for thread in device_calibrate._THREADS:
+        thread.join(10)
+    device_calibrate.clear_cache()
+    assert device_calibrate.params("opencl") is None      # nothing in the later folder
+    monkeypatch.setenv("ASP_CACHE_DIR", str(started_in))
+    device_calibrate.clear_cache()
+    assert device_calibrate.params("opencl") == DEVICE
