@@ -106,6 +106,7 @@ class NestRunner(Specializer):
         self._ints: tuple[int, ...] = ()   # positions of the inputs that are not arrays
         self.estimator = None
         self._estimates = LRUCache(EXECUTOR_CACHE_SIZE)
+        self._tilings = LRUCache(EXECUTOR_CACHE_SIZE)   # ``_tiled``
         if not isinstance(analysis, RejectedNest):
             self.estimator = NestEstimator(analysis, self._profile_of,
                                            self._device_profile_of, _device_ready)
@@ -350,14 +351,23 @@ class NestRunner(Specializer):
     def _memo(self, backend: str, plan, signature, threads: int | None) -> tuple:
         """What a compiled executor depends on (its key among the nest's executors, which
         every instance of the kernel shares: ``NestAnalysis.executors``)."""
-        names = self.analysis.names   # (C tiles bands: codegen.c.serial_schedule)
-        schedule = serial_schedule(self.analysis, plan, {
-            name: sig.dtype.itemsize for name, sig in zip(names.inputs, signature)
-            if name in names.arrays}, backend == "openmp")[0]
-        return (backend, schedule, _modes(plan), loop_ranges(plan), signature,
+        return (backend, self._tiled(plan, signature, backend == "openmp"), _modes(plan),
+                loop_ranges(plan), signature,
                 (wide_loops(plan, threads or self._cores), threads,
                  small_loops(self.analysis, plan))
                 if backend == "openmp" else None, self.config.exact_errors)
+
+    def _tiled(self, plan, signature, shared: bool):
+        """The schedule compiled C runs for this binding and signature (its bands tiled:
+        ``codegen.c.serial_schedule``), memoized: the cost model asks for it per variant."""
+        key = (plan.bound.key, signature, shared, self.config.tile)
+        found = self._tilings.get(key)
+        if found is None:
+            names = self.analysis.names
+            found = self._tilings.put(key, serial_schedule(self.analysis, plan, {
+                name: sig.dtype.itemsize for name, sig in zip(names.inputs, signature)
+                if name in names.arrays}, shared, self.config.tile)[0])
+        return found
 
     def _memo_of(self, signature, label: str) -> tuple | None:
         """The executor memo of compiled variant ``label`` for a call (None: not compiled)."""
@@ -492,12 +502,7 @@ def forced_tiling(analysis: NestAnalysis, plan, force: int | None):
     """The schedule the plain-Python executor runs: the plan's, with its bands tiled in
     blocks of ``force`` (``ASP_TILE``, for tests: the order checker then runs the tiled order
     serial C would run, so an illegal tiling shows as a wrong result)."""
-    if not force:
-        return plan.schedule
-    from .schedule.tiling import tile_schedule
-
-    loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
-    return tile_schedule(plan.schedule, plan.graph, plan.bound, loops, {}, 0, force)[0]
+    return serial_schedule(analysis, plan, {}, force=force)[0] if force else plan.schedule
 
 
 def python_executor(analysis: NestAnalysis, schedule, title: str, order: str = "source",

@@ -111,13 +111,15 @@ def c_order_accessor(ident: str, ndim: int) -> str:
     return f"#define ASP_AT_{ident}({', '.join(indices)}) ({ident}[{flat}])"
 
 
-def serial_schedule(analysis, plan, itemsize: dict[str, int], shared: bool = False):
-    """(the schedule, the tiled bands) serial C runs for ``plan``: its permutable bands tiled
-    for this machine's L2 cache, or in blocks of ``ASP_TILE`` (``schedule.tiling``);
-    ``itemsize``: array -> bytes per element; ``shared``: for OpenMP (only top-level bands
-    headed by a parallel loop, whose blocks the threads share). The runner's memo of compiled variants holds the
-    schedule too: calls whose plans tile differently get modules of their own."""
-    from asp_core import config, platform
+def serial_schedule(analysis, plan, itemsize: dict[str, int], shared: bool = False,
+                    force: int | None = None):
+    """(the schedule, the tiled bands) compiled C runs for ``plan``: its permutable bands
+    tiled for this machine's L2 cache, or in blocks of ``force`` (``ASP_TILE``; 0: none) by
+    ``schedule.tiling``; ``itemsize``: array -> bytes per element; ``shared``: for OpenMP
+    (only top-level bands headed by a parallel loop, whose blocks the threads share). The
+    runner's memo of compiled variants holds the schedule too: calls whose plans tile
+    differently get modules of their own."""
+    from asp_core import platform
 
     from ..schedule.tiling import tile_schedule
 
@@ -125,7 +127,7 @@ def serial_schedule(analysis, plan, itemsize: dict[str, int], shared: bool = Fal
     sizes.update({plan.bound.canonical.get(n, n): w for n, w in itemsize.items()})
     loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
     return tile_schedule(plan.schedule, plan.graph, plan.bound, loops, sizes,
-                         platform.data_caches().l2, config.current().tile, shared)
+                         platform.data_caches().l2, force, shared)
 
 
 class CModuleBuilder:
@@ -169,8 +171,11 @@ class CModuleBuilder:
         """The schedule this module runs (its bands tiled where ``tiles``) and the tiles."""
         if not self.tiles:
             return self.plan.schedule, ()
+        from asp_core import config
+
         itemsize = {name: self.types.arrays[name].dtype.itemsize for name in self.names.arrays}
-        return serial_schedule(self.analysis, self.plan, itemsize, self.tiles == "shared")
+        return serial_schedule(self.analysis, self.plan, itemsize, self.tiles == "shared",
+                               config.current().tile)
 
     # -- the variant key (what the generated code depends on) ----------------------------------
 

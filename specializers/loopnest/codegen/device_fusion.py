@@ -32,10 +32,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
-from ..analysis.binding import BoundAccess, BoundNest, TForm
+from ..analysis.binding import BoundAccess, BoundNest, TForm, tform
 from ..analysis.dependence import test_pair
 from ..analysis.tests import EQ
-from ..schedule.tree import SLoop
+from ..schedule.tree import SLoop, statement_ids
 
 #: Enclosing-loop directions under which two accesses may meet in one host iteration.
 _SAME_HOST = ("=", "*")
@@ -74,9 +74,9 @@ def _fusible(group: list[SLoop], band_a: tuple, b: SLoop, band_b: tuple, access,
         return False
     common = host_chain + tuple(loop.lid for loop in band_a)
     band_at = range(len(host_chain), len(common))
-    first = [sid for node in group for sid in _statements(node)]
+    first = [sid for node in group for sid in statement_ids(node)]
     for s1 in first:
-        for s2 in _statements(b):
+        for s2 in statement_ids(b):
             for f in bound.accesses[s1]:
                 for g in bound.accesses[s2]:
                     if not (f.write or g.write):
@@ -121,19 +121,13 @@ def _rename_form(form: TForm | None, rename: dict[int, int]) -> TForm | None:
     for lid, c in form.coeffs:
         target = rename.get(lid, lid)
         coeffs[target] = coeffs.get(target, 0) + c
-    return TForm(tuple(sorted((l, c) for l, c in coeffs.items() if c)), form.const)
+    return tform(coeffs, form.const)
 
 
 def _renamed(access: BoundAccess, rename: dict[int, int]) -> BoundAccess:
     return dataclasses.replace(
         access, dims=tuple(_rename_form(d, rename) for d in access.dims),
         raw=tuple(_rename_form(d, rename) for d in access.raw))
-
-
-def _statements(node) -> list[int]:
-    if isinstance(node, SLoop):
-        return [sid for child in node.body for sid in _statements(child)]
-    return [node.sid]
 
 
 def _merge(a: SLoop, b: SLoop, depth: int) -> SLoop:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import dast as d
-from ..schedule.tree import SLoop, SStmt
+from ..schedule.tree import SLoop, SStmt, statement_ids
 from .cexpr import c_identifier, ctype, wrapping_arith
 from .device_fusion import fuse
 
@@ -216,14 +216,6 @@ class DeviceLayout:
         ranked = sorted(range(len(band)), key=lambda k: (-unit_last(band[k]), -k))
         order = [ranked[0]] + [k for k in range(len(band)) if k != ranked[0]]
         return tuple(Axis(band[k].lid, axis, band[k].var) for axis, k in enumerate(order))
-
-
-def statement_ids(node) -> list[int]:
-    """The statements under a schedule node (or a tuple of them), in schedule order."""
-    if isinstance(node, SStmt):
-        return [node.sid]
-    children = node if isinstance(node, tuple) else node.body
-    return [sid for child in children for sid in statement_ids(child)]
 
 
 def loop_ids(node) -> list[int]:

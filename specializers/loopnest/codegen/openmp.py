@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from .. import dast as d
-from ..schedule.tree import SLoop, SStmt, STile
+from ..schedule.tree import SLoop, SStmt, STile, perfect_chain
 from .c import CEmitter, CModuleBuilder
 from .cexpr import c_identifier, ctype
 from .device_layout import combination, identity
@@ -745,10 +745,7 @@ def _band_under(node: STile) -> list[SLoop]:
     """The loops of the band a tile loop heads (below its tile loops)."""
     while isinstance(node, STile):
         node = node.body[0]
-    band = [node]
-    while len(band[-1].body) == 1 and isinstance(band[-1].body[0], SLoop):
-        band.append(band[-1].body[0])
-    return band
+    return perfect_chain(node)
 
 
 def _statements(node):

@@ -35,11 +35,11 @@ block; ``TiledBand`` records what was chosen and why, for ``explain()``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..analysis.binding import BoundNest
 from ..analysis.graph import DependenceGraph
-from .tree import Schedule, SLoop, SStmt, STile
+from .tree import Schedule, SLoop, SStmt, STile, perfect_chain, statement_ids
 
 #: The smallest block tried, the innermost loop's largest (iterations).
 MIN_BLOCK = 8
@@ -78,7 +78,7 @@ def tile_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, 
     def visit(node):
         if isinstance(node, SStmt):
             return node
-        chain = _chain(node)
+        chain = perfect_chain(node)
         for start in range(len(chain) - 1):
             band = chain[start:]
             if shared and (start or not band[0].parallel):
@@ -91,21 +91,12 @@ def tile_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, 
                 return _rebuild(chain[:start], _tiled(band, sizes))
         if shared:
             return node
-        return SLoop(node.lid, node.parallel, tuple(visit(c) for c in node.body),
-                     node.reductions, node.private, node.lastprivate)
+        return replace(node, body=tuple(visit(c) for c in node.body))
 
     root = tuple(visit(node) for node in schedule.root)
     if not tiled:
         return schedule, ()
     return Schedule(root, schedule.statements), tuple(tiled)
-
-
-def _chain(node: SLoop) -> list[SLoop]:
-    """``node`` and the loops perfectly nested in it (each the only child of the last)."""
-    chain = [node]
-    while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], SLoop):
-        chain.append(chain[-1].body[0])
-    return chain
 
 
 def _choose(band: list[SLoop], graph, bound: BoundNest, loops, itemsize, l2_bytes: int,
@@ -167,7 +158,7 @@ def _simple(band: list[SLoop], bound: BoundNest, loops) -> bool:
 
 def _permutable(band: list[SLoop], graph: DependenceGraph) -> bool:
     lids = [n.lid for n in band]
-    inside = set(_statement_ids(band[-1]))
+    inside = set(statement_ids(band[-1]))
     for edge in graph.edges:
         if edge.source not in inside or edge.sink not in inside:
             continue
@@ -186,7 +177,7 @@ def _accesses(band: list[SLoop], bound: BoundNest, itemsize) -> set[tuple[str, f
     a subscript the binding could not read uses them all."""
     lids = {n.lid for n in band}
     out = set()
-    for sid in _statement_ids(band[-1]):
+    for sid in statement_ids(band[-1]):
         for access in bound.accesses[sid]:
             used: set[int] = set()
             for dim in access.dims:
@@ -206,25 +197,16 @@ def _footprint(accesses, lids: list[int], sizes: tuple[int, ...]) -> int:
     return total
 
 
-def _statement_ids(node) -> list[int]:
-    if isinstance(node, SStmt):
-        return [node.sid]
-    return [sid for child in node.body for sid in _statement_ids(child)]
-
-
 def _tiled(band: list[SLoop], sizes: tuple[int, ...]) -> STile:
     """Tile loops, in the band's order, around the band's loops."""
-    inner: SLoop | STile = band[-1]
-    for node in reversed(band[:-1]):
-        inner = SLoop(node.lid, node.parallel, (inner,), node.reductions, node.private,
-                      node.lastprivate)
+    inner: SLoop | STile = _rebuild(band[:-1], band[-1])
     for node, size in reversed(list(zip(band, sizes))):
         inner = STile(node.lid, size, (inner,))
     return inner
 
 
 def _rebuild(outer: list[SLoop], inner):
+    """``inner`` inside the loops ``outer`` (outermost first), each its only child."""
     for node in reversed(outer):
-        inner = SLoop(node.lid, node.parallel, (inner,), node.reductions, node.private,
-                      node.lastprivate)
+        inner = replace(node, body=(inner,))
     return inner

@@ -73,3 +73,19 @@ class Schedule(Node):
             for var in st.parallel + st.reductions:
                 candidates.setdefault(var, True)
         return tuple(v for v, ok in candidates.items() if ok)
+
+
+def statement_ids(node) -> list[int]:
+    """The statements under a schedule node (or a tuple of nodes), in schedule order."""
+    if isinstance(node, SStmt):
+        return [node.sid]
+    children = node if isinstance(node, tuple) else node.body
+    return [sid for child in children for sid in statement_ids(child)]
+
+
+def perfect_chain(node: SLoop) -> list[SLoop]:
+    """``node`` and the loops perfectly nested in it (each the only child of the last)."""
+    chain = [node]
+    while len(chain[-1].body) == 1 and isinstance(chain[-1].body[0], SLoop):
+        chain.append(chain[-1].body[0])
+    return chain
