@@ -165,11 +165,20 @@ STRICT = dict(backend="c", strict=True)
 
 @pytest.fixture(scope="module")
 def client():
+    """A cluster of two worker processes. Its nannies set ``OMP_NUM_THREADS=1`` (and more:
+    Dask's ``distributed.nanny.pre-spawn-environ``) in this process's own environment before
+    they spawn, and never restore it: the environment is restored here, or every later test of
+    this process would run OpenMP variants on one thread."""
+    environ = dict(os.environ)
     cluster = distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
                                        dashboard_address=None)
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
+    try:
+        with distributed.Client(cluster) as c:
+            yield c
+        cluster.close()
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 def _parameters(kernel: LoopKernel) -> list[str]:
