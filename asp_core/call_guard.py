@@ -117,6 +117,16 @@ def make_caller(address: int, plan: Sequence[tuple], inputs: int, result_size: i
     return module.make_caller(address, tuple(plan), inputs, result_size, outputs)
 
 
+def loading() -> bool:
+    """Whether the extension is on its way (its background load started, not over): a caller
+    that found no guard or native call asks again later, without counting it as a refusal.
+    Starts the load where it has not started."""
+    if _LOADED or _WHY_NOT:
+        return False
+    _start_loading()
+    return not _READY.is_set()
+
+
 def unavailable() -> str | None:
     """Why guards cannot be made in this process, or None when they can (waits for the
     extension to load)."""

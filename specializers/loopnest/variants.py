@@ -98,12 +98,15 @@ class CompiledVariant:
     def _native_call(self):
         """The native call of this variant (``asp_core.call_guard.make_caller``), or None:
         before ``NATIVE_AFTER`` calls, not made yet (the extension loads in the background:
-        asked again on later calls, up to ``NATIVE_TRIES``), or not possible (an argument of
-        a type it does not pass)."""
+        asked again on every later call while it loads, whatever the count; after that up to
+        ``NATIVE_TRIES`` times), or not possible (an argument of a type it does not pass)."""
         from asp_core import call_guard
 
         self._native_tries += 1
         if self._native_tries <= 0:   # a short run need not load (or build) the extension
+            return None
+        if call_guard.loading():   # (milliseconds: hundreds of warm calls) not a refusal
+            self._native_tries -= 1
             return None
         plan = native_plan(self.module, self._threads)
         if plan is None or not self.module.packed:

@@ -159,3 +159,30 @@ def test_a_malformed_call_is_refused_not_run():
     inputs[0] = [0.0] * 6                    # a list where an array goes
     with pytest.raises(TypeError):
         native(tuple(inputs))
+
+
+def test_a_variant_waits_for_the_extension_however_many_calls_its_load_takes(monkeypatch):
+    """In a new process the extension loads in the background (milliseconds: hundreds of warm
+    calls). Calls made meanwhile are not refusals: once it is loaded the variant calls
+    natively, however many calls the load took (they once used up ``NATIVE_TRIES``, and a
+    warm loop never called natively)."""
+    from specializers.loopnest.variants import NATIVE_TRIES
+
+    class Scale(LoopKernel):   # (its own variant: the compiled variants are shared)
+        def kernel(self, a, out, n):
+            for i in range(n):
+                out[i] = a[i] * 3.0 - 1.0
+
+    kernel = Scale(backend="c", strict=True)
+    args = (np.arange(7.0), np.zeros(7), 7)
+    loaded = list(cg._LOADED)
+    monkeypatch.setattr(cg, "_LOADED", [])          # the extension still loading...
+    monkeypatch.setattr(cg, "_READY", threading.Event())
+    for _ in range(WARM + 2 * NATIVE_TRIES):
+        assert_same_as_python(kernel, *args)
+    assert native_of(kernel) is None
+    cg._LOADED.extend(loaded)                         # ...and loaded
+    cg._READY.set()
+    assert_same_as_python(kernel, *args)
+    assert native_of(kernel) is not None
+    assert_same_as_python(kernel, *args)
