@@ -154,8 +154,10 @@ def _load_now() -> None:
     # Loading waits on files and the compiler, each time giving up the GIL; a calling thread
     # busy in Python would keep it for a whole switch interval (5 ms) every time (see the
     # background builds in asp_core.specializer).
+    from .specializer import BUILD_SWITCH_INTERVAL
+
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, 0.0002))
+    sys.setswitchinterval(min(interval, BUILD_SWITCH_INTERVAL))
     try:
         _LOADED.append(_load())
     except Exception as exc:  # noqa: BLE001 - any failure leaves the Python path in use

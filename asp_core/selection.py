@@ -62,6 +62,9 @@ PROBE_UNMEASURED = 10.0
 PROBE_FAR = 20.0
 #: A measurement this far (in log: a factor of 2) from its correction restarts re-probing.
 SURPRISE = math.log(2.0)
+#: How far the runners-up of the last choice were: some within reach of every re-probe, some
+#: only of a far one (every fourth), none.
+NEAR, FAR, NONE = range(3)
 #: The most one measurement moves a correction (in log: a factor of e**0.5 = 1.65).
 MAX_STEP = 0.5
 #: A correction resting on SETTLED measurements is updated by one call in SAMPLE.
@@ -131,6 +134,7 @@ class Selector:
         # a warm call then costs one comparison.
         self._epoch = 0
         self._memo: tuple | None = None
+        self._reach = NEAR   # how far the last choice's runners-up were (to probe them)
         self.pinned: str | None = None   # a variant chosen whatever the estimates (pin())
         self._previous: str | None = None    # the label of the last decision
         self._unmeasured: str | None = None  # a switch call of this label is not measured
@@ -164,10 +168,11 @@ class Selector:
 
     def observe(self, estimate: Estimate, measured_s: float) -> bool:
         """A call of ``estimate.label`` took ``measured_s`` seconds. Returns whether it
-        surprised the model (a factor ``SURPRISE`` from its correction): the dispatcher then
-        stops skipping the choice. One odd call (a page fault, a preemption) moves a
-        correction by ``MAX_STEP`` at most; two surprises in a row in one direction move it
-        freely. Once a correction rests on ``SETTLED`` measurements, unsurprising calls update
+        surprised the model (a factor ``SURPRISE`` from its correction, twice in a row in one
+        direction): the dispatcher then stops skipping the choice, and re-probing starts over
+        at ``PROBE_EVERY``. One odd call (a page fault, a preemption) moves a correction by
+        ``MAX_STEP`` at most and changes nothing else; two surprises in a row in one direction
+        move it freely. Once a correction rests on ``SETTLED`` measurements, unsurprising calls update
         it one in ``SAMPLE`` (warm calls stay cheap)."""
         if estimate.seconds <= 0 or measured_s <= 0:
             return False
@@ -190,13 +195,16 @@ class Selector:
                 return False
             entry.skipped = 0
         step = surprise if not entry.samples else ALPHA * surprise
-        if surprised:  # things changed: look again soon
-            self._period = PROBE_EVERY
-            self._next_probe = min(self._next_probe, self._calls + PROBE_EVERY)
+        if surprised:
             confirmed = entry.last * surprise > 0
             entry.last = surprise
-            if not confirmed:
+            if confirmed:  # things changed: look again soon
+                self._period = PROBE_EVERY
+                self._next_probe = min(self._next_probe, self._calls + PROBE_EVERY)
+            else:   # one odd call: a bounded step, and the choice goes on (a warm call of
+                # a few microseconds is often twice as long on a busy machine)
                 step = min(max(step, -MAX_STEP), MAX_STEP)
+                surprised = False
         else:
             entry.last = 0.0
             if entry.samples:
@@ -212,10 +220,30 @@ class Selector:
 
     # -- the choice ----------------------------------------------------------------------------
 
+    def calls_before_probe(self) -> int:
+        """How many more calls may repeat the last choice before a re-probe may be due (the
+        dispatcher's fast path ends there; 0: the next call). Where no variant was near
+        enough to be probed at the last choice, only a far look (every fourth due point)
+        can probe: the due points before it are passed over (``skipped``); where none was
+        within ``PROBE_FAR``, none can."""
+        due = self._next_probe
+        if self._repeat is not None or self._reach == NEAR:
+            pass
+        elif self._reach == FAR:
+            due += (-(self._probes + 1) % 4) * self._period
+        else:
+            return 1 << 62   # nothing to probe (``RECHOOSE_S`` bounds the fast path)
+        return max(0, due - self._calls - 1)
+
     def skipped(self, calls: int) -> None:
         """``calls`` calls ran the last choice without asking (the dispatcher's fast path):
-        they count for the re-probing schedule."""
+        they count for the re-probing schedule, and the due points they passed over (none
+        of which could probe: ``calls_before_probe``) count as looked at."""
         self._calls += calls
+        while self._calls >= self._next_probe and (self._reach == NONE or
+                                                  (self._probes + 1) % 4):
+            self._probes += 1
+            self._next_probe += self._period
 
     def pin(self, label: str | None) -> None:
         """Choose ``label`` on every call (None: choose again), keeping every other part of
@@ -316,6 +344,13 @@ class Selector:
             not self.measured(e.label, e.size_class) and
             times[e.label] <= PROBE_UNMEASURED * times[best.label] or
             far and times[e.label] <= PROBE_FAR * times[best.label])]
+        near = any(e.label != best.label and (
+            times[e.label] <= PROBE_WITHIN * times[best.label] or
+            not self.measured(e.label, e.size_class) and
+            times[e.label] <= PROBE_UNMEASURED * times[best.label]) for e in ready)
+        self._reach = NEAR if near else FAR if any(
+            e.label != best.label and times[e.label] <= PROBE_FAR * times[best.label]
+            for e in ready) else NONE
         if due:
             self._next_probe = self._calls + self._period
         if others and due:

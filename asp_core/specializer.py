@@ -181,9 +181,9 @@ class Specializer:
         self._building: dict[tuple, Future] = {}   # background builds under way
         self._build_count = 0   # counts changes of the built variants (estimates depend on them)
         self._offered: tuple = (None, None)   # the last estimates, and those not failed
-        # the last choice, which the next calls of its signature run again: [signature,
-        # calls left, variant, estimate (None for a forced backend), count, guard or None]
+        # the last choice, which the next calls of its signature run again (``_fast_path``)
         self._fast: list | None = None
+        self._vouched: list | None = None   # the fast path whose signature ``guarded`` has
         self._guards = LRUCache(self.variant_cache_size)  # signature -> guard (or False)
         self._fast_entries = 0   # how often a choice became the fast path
         self.selector = Selector()
@@ -252,23 +252,51 @@ class Specializer:
         a surprise ends the fast path (the next call chooses again)."""
         self.last_measured_s = seconds
         if self.selector.observe(estimate, seconds):
-            self._fast = None
+            self._end_fast()
+
+    def _end_fast(self) -> None:
+        """End the fast path: the next call chooses again."""
+        self._count_fast(self._fast)
+        self._fast = None
+
+    def _count_fast(self, fast: list | None) -> None:
+        """Tell the selector of the calls ``fast`` ran without asking it (they count for its
+        re-probing schedule: ``Selector.skipped``); told in bulk, not call by call."""
+        if fast is not None and fast[4] and fast[3] is not None:
+            calls, fast[4] = fast[4], 0
+            self.selector.skipped(calls)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast
+        vouched = None
+        if fast is not None and not kwargs:   # (never set where the JIT is disabled)
+            guard = fast[5]
+            if guard is not None and guard(args):
+                # a warm call: the guard vouches for the signature (``guard``)
+                if self._vouched is not fast:
+                    self.guarded(fast[0])
+                    self._vouched = fast
+                if fast[1] > 0:
+                    if fast[3] is None:   # a forced backend: nothing to choose or time
+                        self.last_estimate = self.last_measured_s = None
+                        self.last_call = fast[6]
+                        return fast[2].run(*args)
+                    return self._run_again(fast, args)
+                vouched = fast[0]
         if kwargs:
             return self._fallback("keyword arguments are not specialized", args, kwargs)
         if self.config.disable_jit:
             self.last_call = CallRecord(PYTHON, "disabled by ASP_DISABLE_JIT")
             return self.run_python(args, kwargs)
         try:
-            fast = self._fast
-            if fast is not None and fast[5] is not None and fast[5](args):
-                sig = fast[0]   # the guard vouches for the signature (``guard``)
-                self.guarded(sig)
+            if vouched is not None:
+                sig = vouched
             else:
+                self._vouched = None
                 sig = self.signature(args)
-            if fast is not None and fast[0] == sig and fast[1] > 0:
-                return self._run_again(fast, args)
+                if fast is not None and fast[0] == sig and fast[1] > 0:
+                    return self._run_again(fast, args)
+            self._count_fast(fast)   # (before the choice: a re-probe may be due)
             estimates = None if self.backend or self.config.selection == "fixed" else \
                 self.estimates(sig, args)
         except FALLBACK_ERRORS as exc:
@@ -285,7 +313,7 @@ class Specializer:
                     warn_once(self.name, f"ran on {backend}: {_reasons(failures)}")
                 else:
                     self.last_call = found.record
-                    self._fast = [sig, FAST_CALLS, found, None, 0, self._guard(sig, args)]
+                    self._fast = _fast_path(sig, found, None, self._guard(sig, args))
                 log.debug("%s: running %s (%s)", self.name, backend,
                           "the forced backend" if self.backend else "the fixed rule")
                 return found.run(*args)
@@ -310,7 +338,8 @@ class Specializer:
             decision, decision.estimate, None
         self.last_call = found.record
         if decision.stable:  # the next calls of this signature may skip the choice
-            self._fast = [sig, FAST_CALLS, found, decision.estimate, 0, self._guard(sig, args)]
+            self._fast = _fast_path(sig, found, decision.estimate, self._guard(sig, args),
+                                    self.selector.calls_before_probe())
         if not found.timed:
             return found.run(*args)   # the specializer reports the time (``observed``)
         started = time.perf_counter()
@@ -319,18 +348,16 @@ class Specializer:
         return result
 
     def _run_again(self, fast: list, args: Sequence[Any]) -> Any:
-        """Run the variant the last call chose again (``FAST_CALLS`` calls of one signature
-        in a row skip the estimates and the choice; a quarter of them are timed; a forced
-        backend's calls, without estimates, are not)."""
+        """Run the variant the last call chose again (the calls of one signature in a row
+        that ``_fast_path`` allows skip the estimates and the choice, counted for the selector
+        in bulk: ``_count_fast``; one in eight of them is timed; a forced backend's calls,
+        without estimates, are not)."""
         fast[1] -= 1
         fast[4] += 1
         found, estimate = fast[2], fast[3]
         self.last_estimate, self.last_measured_s = estimate, None
-        self.last_call = found.record
-        if estimate is None:
-            return found.run(*args)
-        self.selector.skipped(1)
-        if not found.timed or fast[4] & 3:
+        self.last_call = fast[6]
+        if estimate is None or not found.timed or fast[4] & 7:
             return found.run(*args)
         started = time.perf_counter()
         result = found.run(*args)
@@ -409,6 +436,7 @@ class Specializer:
                 sys.setswitchinterval(interval)
                 self._building.pop(key, None)
                 self.selector.building(label, False)
+                self._end_fast()   # the next call chooses again, the new variant offered
 
         self._building[key] = _background().submit(build)
 
@@ -462,14 +490,14 @@ class Specializer:
     def clear(self) -> None:
         """Forget built variants and failures (they are rebuilt, or found on disk, next call)."""
         self._variants.clear()
-        self._fast = None
+        self._end_fast()
 
     def forget_backend(self, backend: str) -> None:
         """Forget the variants and failures of one backend (rebuilt, or refused, next call);
         ``"openmp"`` covers ``"openmp@2"`` ... (a variant at a thread count)."""
         for key in [key for key in self._variants if key[1].partition("@")[0] == backend]:
             del self._variants[key]
-        self._fast = None
+        self._end_fast()
         self._offered = (None, None)
         self._build_count += 1
 
@@ -487,13 +515,48 @@ def _background() -> ThreadPoolExecutor:
         return _BACKGROUND
 
 
-#: The interpreter's thread switch interval while a background build runs (seconds).
-BUILD_SWITCH_INTERVAL = 0.0002
+#: The interpreter's thread switch interval while a background build runs (seconds). Each
+#: file operation or compiler run of the build gives up the GIL, and a caller busy in Python
+#: keeps it for up to an interval before the build gets it back: a build of serial C for a
+#: 128-element vector addition, beside a loop calling it as Python, took 5.6 s at 0.2 ms,
+#: 1.6 s at 0.1 ms and 0.2 s at 50 us or 20 us (0.17 s alone; ``benchmarks.bench_calls``).
+BUILD_SWITCH_INTERVAL = 5e-5
 #: Calls of one signature in a row that run the last choice without choosing again.
 FAST_CALLS = 8
 #: Fast paths entered (each up to FAST_CALLS calls) before the warm calls ask for a call guard
 #: (whose first use in a process may build it: a script of a few calls never does).
 GUARD_AFTER = 8
+
+
+#: The calls left of a fast path that does not expire.
+FOREVER = 1 << 62
+#: A stable choice's fast path covers at most about this much predicted time (seconds).
+RECHOOSE_S = 5e-3
+
+
+def _fast_path(sig: Hashable, found: Variant, estimate: Estimate | None, guard,
+               before_probe: int = FOREVER) -> list:
+    """The fast path of a choice: [signature, calls left, variant, estimate (None for a forced
+    backend), calls run, guard or None, the call record].
+
+    A stable choice of the cost model (an estimate) is repeated until the selector's next
+    re-probe is due (``before_probe`` calls), for at most about ``RECHOOSE_S`` of predicted
+    time and at least ``FAST_CALLS`` calls: the choice is made again at least that often, so
+    a change of the machine's load (sampled every 0.2 s, ``asp_core.platform.others_busy``)
+    is seen as soon as it would be otherwise, and a tiny call pays for the choice once in
+    hundreds of calls, not once in ``FAST_CALLS``. A measurement that surprises the model ends
+    the path at once (``observed``); so does the end of a background build (``clear`` of
+    ``_fast``: the choice may now be the new variant). Without a guard, a forced backend's
+    path lasts ``FAST_CALLS`` calls (the guard is asked for when it is renewed); with one, it
+    lasts until the variants are forgotten (``clear``, ``forget_backend``)."""
+    if estimate is not None:
+        within = int(RECHOOSE_S / estimate.seconds) if estimate.seconds > 0 else FOREVER
+        calls = min(before_probe, max(FAST_CALLS, within))
+    else:
+        calls = FAST_CALLS if guard is None else FOREVER
+    return [sig, calls, found, estimate, 0, guard, found.record]
+
+
 
 
 def _reasons(failures: Sequence[_Failure]) -> str | None:

@@ -57,7 +57,8 @@ class _KernelClass:
 
 def _enter_nest(func, index: int, self_name: str, local_values: dict[str, Any]) -> Any:
     state = local_values[self_name]._asp_states[func]
-    return state.enter(index, local_values)
+    state.ran_in[index] = state.call_id
+    return state.runners[index].enter(local_values)
 
 
 def _nest_done(func, index: int, owner: "LoopKernel", seconds: float) -> None:
@@ -107,10 +108,6 @@ class _KernelState:
         self.settled: Settled | None = None
         self.settled_in = -1       # the call that settled it
         self.ran_settled = False   # the last call ran as a settled kernel (``settled``)
-
-    def enter(self, index: int, local_values: dict[str, Any]) -> Any:
-        self.ran_in[index] = self.call_id
-        return self.runners[index].enter(local_values)
 
     # -- settling (``settled``) -------------------------------------------------------------
 
@@ -248,9 +245,10 @@ class LoopKernel:
 
 
 _CLASSES: dict[Any, _KernelClass] = {}
+_NO_STATES: dict = {}
 #: A kernel judges whether to settle (``settled``) every SETTLE_EVERY calls (a power of 2),
 #: and on the call that ends a settlement.
-SETTLE_EVERY = 8
+SETTLE_EVERY = 32
 
 
 class _Unreadable:
@@ -321,9 +319,14 @@ def _dispatching_kernel(original):
                 self._asp_current = COLD
                 return cold.run(original, self, args, kwargs)
             _COLD.pop(original, None)
-        state = self._asp_begin(original)
-        if state is None:  # the method cannot be read (``_Unreadable``)
-            return _CLASSES[original].run(self, original, args, kwargs)
+        state = self.__dict__.get("_asp_states", _NO_STATES).get(original)
+        if state is not None:   # (``_asp_begin``, inline: a warm call's own path)
+            state.call_id += 1
+            self._asp_current = state
+        else:
+            state = self._asp_begin(original)
+            if state is None:  # the method cannot be read (``_Unreadable``)
+                return _CLASSES[original].run(self, original, args, kwargs)
         settled = state.settled
         if settled is not None:
             if settled.takes(self, args, kwargs):

@@ -166,6 +166,7 @@ class NestRunner(Specializer):
         key = self.analysis.binder.key(args, self.config.exact_reductions)
         self.analysis.plan(key)
         self._key = key
+        self._vouched = None   # (the warm path's binding is set again: ``guarded``)
         return types, key
 
     def guard(self, signature, args: Sequence[Any]):
@@ -589,10 +590,6 @@ def _make_gather(analysis: NestAnalysis, ctx: KernelContext):
     exec(compile(gather_source(analysis, ctx, name), f"<asp gather {name}>", "exec"),  # noqa: S102
          namespace)
     gather = namespace[name]
-    globals_ = kernel_func.__globals__
     cells = dict(zip(kernel_func.__code__.co_freevars, kernel_func.__closure__ or ()))
-
-    def read(local_values: dict[str, Any]) -> tuple:
-        return gather(local_values, globals_, cells, NO_VALUE)
-
-    return read
+    gather.__defaults__ = (kernel_func.__globals__, cells, NO_VALUE)  # gather(local_values)
+    return gather

@@ -42,6 +42,25 @@ def test_one_odd_measurement_moves_the_correction_a_little():
     assert s.factor("c", 0) < math.exp(selection.MAX_STEP) + 1e-9
 
 
+def test_one_odd_measurement_changes_nothing_else_and_two_in_a_row_do():
+    """An odd call (a tiny call twice as long on a busy machine) neither ends the fast path
+    (``observe`` says no surprise) nor starts the re-probing over; two in a row in one
+    direction do both."""
+    s = Selector()
+    estimates = (est("c", 1e-6), est("python", 2e-6))
+    for _ in range(300):   # settled on c: re-probing far apart
+        assert s.choose(estimates).label in ("c", "python")
+        s.observe(estimates[0], 1e-6)
+    quiet = s._next_probe - s._calls - 1
+    assert s._period > selection.PROBE_EVERY
+    assert s.observe(estimates[0], 10e-6) is False             # one odd call
+    assert s._next_probe - s._calls - 1 == quiet
+    s.observe(estimates[0], 1e-6)
+    assert s.observe(estimates[0], 10e-6) is False             # another, not in a row
+    assert s.observe(estimates[0], 10e-6) is True               # confirmed: things changed
+    assert s.calls_before_probe() < selection.PROBE_EVERY
+
+
 def test_probing_is_bounded_and_spares_hopeless_variants():
     s = Selector()
     estimates = (est("c", 1e-3), est("near", 1.5e-3), est("hopeless", 1.0))

@@ -197,3 +197,74 @@ def test_a_user_file_beside_an_internal_folder_is_the_users(monkeypatch, tmp_pat
         warnings.simplefilter("always")
         namespace["call"]()
     assert [w.filename for w in caught] == [user_file]
+
+
+class Guarded(Toy):
+    """Counts the signatures it computes and the choices it makes (``candidates``); its guard
+    vouches for a call of the same types."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.signatures = self.choices = 0
+
+    def signature(self, args):
+        self.signatures += 1
+        return super().signature(args)
+
+    def candidates(self):
+        self.choices += 1
+        return super().candidates()
+
+    def guard(self, signature, args):
+        return lambda a: super(Guarded, self).signature(a) == signature
+
+
+def test_a_forced_backends_guarded_calls_skip_the_signature_and_the_choice_until_the_variants_go():
+    from asp_core.specializer import FAST_CALLS, GUARD_AFTER
+
+    spec = Guarded(double, backend="fast", config=Config())
+    warm = (GUARD_AFTER + 2) * (FAST_CALLS + 1)   # (the guard is asked for after a while)
+    for x in range(warm):
+        assert spec(float(x)) == ("variant", "fast", 2.0 * x)
+    assert spec._fast[5] is not None
+    before, chosen = spec.signatures, spec.choices
+    for x in range(1000):
+        assert spec(float(x)) == ("variant", "fast", 2.0 * x)
+    assert (spec.signatures, spec.choices) == (before, chosen)
+    assert spec.last_call.backend == "fast"
+    assert spec(3) == ("variant", "fast", 6)           # another signature: computed, chosen
+    assert (spec.signatures, spec.choices) == (before + 1, chosen + 1)
+    assert spec(2.5) == ("variant", "fast", 5.0)
+    spec.clear()                                       # the variants go: the path too
+    assert spec(1.5) == ("variant", "fast", 3.0)
+    assert (spec.signatures, spec.choices) == (before + 3, chosen + 3)
+
+
+class Chosen(Guarded):
+    """A cost model's choice: fixed estimates (the fast variant predicted 1 us), counted."""
+
+    ESTIMATES = None
+
+    def estimates(self, signature, args):
+        from asp_core.selection import Estimate
+
+        self.asked = getattr(self, "asked", 0) + 1
+        if Chosen.ESTIMATES is None:
+            Chosen.ESTIMATES = (Estimate("fast", 1e-6, {}), Estimate("slower", 50e-6, {}))
+        return Chosen.ESTIMATES
+
+
+def test_a_stable_choice_is_repeated_until_a_reprobe_is_due_not_every_few_calls():
+    """The fast path of the model's choice lasts until the selector's next re-probe (or about
+    ``RECHOOSE_S`` of predicted time): a tiny call pays for the estimates and the choice once
+    in hundreds of calls, and re-probing keeps its schedule."""
+    from asp_core.specializer import FAST_CALLS
+
+    spec = Chosen(double, config=Config())
+    calls = 4000
+    for x in range(calls):
+        spec(float(x))
+    assert spec.last_call.backend == "fast"
+    assert spec.asked < calls / (4 * FAST_CALLS)   # (every FAST_CALLS + 1 calls before)
+    pending = spec._fast[4] if spec._fast else 0    # (told when the fast path ends)
+    assert spec.selector._calls + pending == calls  # every call counts for re-probing
