@@ -227,6 +227,8 @@ class Selector:
         can probe: the due points before it are passed over (``skipped``); where none was
         within ``PROBE_FAR``, none can."""
         due = self._next_probe
+        if self.pinned is not None:
+            return 1 << 62   # nothing is probed (``RECHOOSE_S`` bounds the fast path)
         if self._repeat is not None or self._reach == NEAR:
             pass
         elif self._reach == FAR:

@@ -295,6 +295,8 @@ class Specializer:
                 self._vouched = None
                 sig = self.signature(args)
                 if fast is not None and fast[0] == sig and fast[1] > 0:
+                    if fast[5] is None and fast[4] & 7 == 7:   # (a long path asks too)
+                        fast[5] = self._guard(sig, args)
                     return self._run_again(fast, args)
             self._count_fast(fast)   # (before the choice: a re-probe may be due)
             estimates = None if self.backend or self.config.selection == "fixed" else \
@@ -521,10 +523,12 @@ def _background() -> ThreadPoolExecutor:
 #: 128-element vector addition, beside a loop calling it as Python, took 5.6 s at 0.2 ms,
 #: 1.6 s at 0.1 ms and 0.2 s at 50 us or 20 us (0.17 s alone; ``benchmarks.bench_calls``).
 BUILD_SWITCH_INTERVAL = 5e-5
-#: Calls of one signature in a row that run the last choice without choosing again.
+#: Calls of one signature in a row that run the last choice without choosing again (at least:
+#: ``_fast_path``).
 FAST_CALLS = 8
-#: Fast paths entered (each up to FAST_CALLS calls) before the warm calls ask for a call guard
-#: (whose first use in a process may build it: a script of a few calls never does).
+#: Times the warm calls ask for a call guard before one is made (whose first use in a process
+#: may build it: a script of a few calls never does). They ask when a fast path starts, and
+#: every eighth call of a fast path without one (a stable choice's path lasts long).
 GUARD_AFTER = 8
 
 
