@@ -1,25 +1,27 @@
 """Kernels that are one loop nest: their calls hand the nest its inputs straight from the
 arguments.
 
-Most kernels are a single nest and nothing else (``for i in range(n): c[i] = a[i] + b[i]``).
-A call of such a kernel through the rewritten method builds the frame's ``locals()``
-dictionary, enters the nest's hook, finds the kernel's state and the nest's runner again, and
-reads the inputs out of the dictionary: four Python frames and a dictionary per call, a third
-of a warm call of a tiny kernel. For a method whose body is exactly one top-level nest (a
-docstring aside), ``whole_nest`` makes a function with the method's own parameters that
-returns the nest's inputs (``pick``), read as the nest's gather reads them (parameters,
-attributes of ``self``, globals, closure cells); the dispatcher then calls the nest's runner
-with them directly (``kernel._dispatching_kernel``).
+Most kernels are a single nest and little else (``for i in range(n): c[i] = a[i] + b[i]``;
+``s = 0.0``, a loop summing into ``s``, ``return s``). A call of such a kernel through the
+rewritten method builds the frame's ``locals()`` dictionary, enters the nest's hook, finds the
+kernel's state and the nest's runner again, and reads the inputs out of the dictionary: four
+Python frames and a dictionary per call, a third of a warm call of a tiny kernel. For a method
+whose body is one top-level nest, after a docstring and assignments of literal numbers to
+names (``s = 0.0``), and before nothing or ``return`` of one of those names, ``whole_nest``
+makes a function with the method's own parameters that returns the nest's inputs (``pick``),
+read as the nest's gather reads them (parameters, the literals, attributes of ``self``,
+globals, closure cells); the dispatcher then calls the nest's runner with them directly
+(``kernel._dispatching_kernel``) and returns the named scalar's value from the nest's outputs
+(``result``).
 
-Nothing the method's original code would do differs: the nest's outputs (scalars and loop
-variables it leaves bound) are dead, since the method ends with the nest and returns None; a
-nest that returns (``return`` inside it) has no lane; and wherever the runner asks for the
-original code (``RUN_ORIGINAL``), the original method runs whole, timed for the cost model as
-the rewritten method times its nest. A call the lane cannot take as it stands (keyword
-arguments, another number of positional ones, an input that cannot be read:
-``LANE_MISSES``) goes through the rewritten method as before.
+Nothing the method's original code would do differs: the nest's other outputs (scalars and
+loop variables it leaves bound) are dead after it; a nest that returns (``return`` inside it)
+has no lane; and wherever the runner asks for the original code (``RUN_ORIGINAL``), the
+original method runs whole, timed for the cost model as the rewritten method times its nest.
+A call the lane cannot take as it stands (keyword arguments, another number of positional
+ones, an input that cannot be read: ``LANE_MISSES``) goes through the rewritten method as
+before.
 """
-
 from __future__ import annotations
 
 import ast
@@ -33,7 +35,8 @@ from .rewrite import NO_VALUE
 
 _IDS = itertools.count()
 #: The pick function's own parameters after the method's (names no method parameter has).
-_GLOBALS, _CELLS, _UNBOUND = "__asp_globals", "__asp_cells", "__asp_unbound"
+_GLOBALS, _CELLS, _UNBOUND, _CONSTANTS = ("__asp_globals", "__asp_cells", "__asp_unbound",
+                                       "__asp_constants")
 
 #: What reading an input may raise where the method's own code would raise it (or fall back):
 #: the call then goes through the rewritten method, which handles it.
@@ -43,10 +46,13 @@ LANE_MISSES = (KeyError, AttributeError, ValueError, NameError)
 @dataclass(frozen=True)
 class WholeNest:
     """The lane of a kernel method that is one nest: ``pick(self, *args)`` returns the
-    nest's inputs for a call of exactly ``arity`` positional arguments (``self`` included)."""
+    nest's inputs for a call of exactly ``arity`` positional arguments (``self`` included);
+    ``result(outputs)``, where the method returns a scalar after the nest, its value from
+    the nest's outputs (None: the method returns None)."""
 
     pick: Callable[..., tuple]
     arity: int
+    result: Callable[[tuple], Any] | None = None
 
 
 def whole_nest(source, analysis) -> WholeNest | None:
@@ -54,10 +60,22 @@ def whole_nest(source, analysis) -> WholeNest | None:
     whose only nest's analysis is ``analysis``, or None where the method is not one nest
     the lane can take (see the module)."""
     tree = source.fa.tree
-    body = tree.body
+    body = list(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
         body = body[1:]   # the docstring
+    constants: dict[str, Any] = {}
+    while body and _constant_assignment(body[0]) is not None:
+        name, value = _constant_assignment(body[0])
+        constants[name] = value
+        body = body[1:]
+    returned = None
+    if len(body) == 2 and isinstance(body[1], ast.Return):
+        value = body[1].value
+        if value is None or isinstance(value, ast.Constant) and value.value is None:
+            body = body[:1]
+        elif isinstance(value, ast.Name) and value.id in constants:
+            returned, body = value.id, body[:1]
     if len(source.nests) != 1 or len(body) != 1 or body[0] is not source.nests[0] or \
             source.ctx.self_name is None:
         return None
@@ -67,24 +85,55 @@ def whole_nest(source, analysis) -> WholeNest | None:
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
         return None
     params = [a.arg for a in args.args]
-    items = _reads(source.ctx, analysis, set(params))
+    if set(params) & set(constants):
+        return None
+    items = _reads(source.ctx, analysis, set(params), list(constants))
     if items is None:
         return None
     name = f"pick_{next(_IDS)}"
     namespace: dict[str, Any] = {}
-    exec(compile(returning(name, params + [_GLOBALS, _CELLS, _UNBOUND], items),  # noqa: S102
-                 f"<asp pick {name}>", "exec"), namespace)
+    exec(compile(returning(name, params + [_GLOBALS, _CELLS, _UNBOUND, _CONSTANTS],  # noqa: S102
+                           items), f"<asp pick {name}>", "exec"), namespace)
     pick = namespace[name]
     func = source.fa.func
     cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
-    pick.__defaults__ = (func.__globals__, cells, NO_VALUE)
-    return WholeNest(pick, len(params))
+    pick.__defaults__ = (func.__globals__, cells, NO_VALUE, tuple(constants.values()))
+    result = None
+    if returned is not None:
+        names = analysis.names
+        positions = tuple(i for i, output in enumerate(names.outputs)
+                          if names.kernel_name(output) == returned)
+        result = _result(positions, constants[returned])
+    return WholeNest(pick, len(params), result)
 
 
-def _reads(ctx, analysis, params: set[str]) -> list[str] | None:
-    """The expression reading each of the nest's inputs at the method's start (as the
-    nest's gather, ``runtime.gather_source``, reads it from the frame's locals), or None
-    where one is a local variable the method's start cannot have bound."""
+def _constant_assignment(node: ast.stmt) -> tuple[str, Any] | None:
+    """(name, value) of ``name = <an int, float or bool literal>``, else None."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+            isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Constant) and \
+            type(node.value.value) in (int, float, bool):
+        return node.targets[0].id, node.value.value
+    return None
+
+
+def _result(positions: tuple[int, ...], before: Any) -> Callable[[tuple], Any]:
+    """The value a scalar has after the nest (``positions``: where the nest's outputs hand
+    it back, the last one that has a value winning, as the rewritten method assigns them),
+    else its value before it."""
+    def result(outputs: tuple) -> Any:
+        value = before
+        for position in positions:
+            if outputs[position] is not NO_VALUE:
+                value = outputs[position]
+        return value
+    return result
+
+
+def _reads(ctx, analysis, params: set[str], constants: list[str]) -> list[str] | None:
+    """The expression reading each of the nest's inputs where the nest starts (as the
+    nest's gather, ``runtime.gather_source``, reads it from the frame's locals): a
+    parameter, one of the ``constants`` assigned before the nest, ...; or None where one is
+    a local variable the method cannot have bound there."""
     freevars = ctx.fa.func.__code__.co_freevars
     names = analysis.names
     items = []
@@ -93,7 +142,9 @@ def _reads(ctx, analysis, params: set[str]) -> list[str] | None:
         if names.kernel_name(input_name) != input_name:
             items.append(_UNBOUND)   # a loop variable's last value: unbound at the start
         elif base in ctx.local_names:
-            if base in params:
+            if base in constants and not attr:
+                items.append(f"{_CONSTANTS}[{constants.index(base)}]")
+            elif base in params:
                 items.append(f"{base}.{attr}" if attr else base)
             elif input_name in names.outputs and input_name not in analysis.required \
                     and not attr:

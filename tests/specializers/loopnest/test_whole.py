@@ -56,12 +56,56 @@ class Before(LoopKernel):
             out[i] = a[i] * k
 
 
+class Computed(LoopKernel):
+    """A statement before the nest that is not a literal: no lane."""
+
+    def kernel(self, a, out):
+        k = a[0] * 2.0
+        for i in range(a.shape[0]):
+            out[i] = a[i] * k
+
+
 class Returns(LoopKernel):
     def kernel(self, a):
         for i in range(a.shape[0]):
             if a[i] > 2.0:
                 return i
         return -1
+
+
+class Sum(LoopKernel):
+    def kernel(self, a, b):
+        s = 0.0
+        for i in range(a.shape[0]):
+            s += a[i] * b[i]
+        return s
+
+
+class Count(LoopKernel):
+    """An int accumulator, a literal the nest only reads, and a loop that may not run."""
+
+    def kernel(self, a, n):
+        count = 0
+        limit = 2.5
+        for i in range(n):
+            if a[i] > limit:
+                count += 1
+        return count
+
+
+class ReturnsNone(LoopKernel):
+    def kernel(self, a, out):
+        for i in range(a.shape[0]):
+            out[i] = -a[i]
+        return None
+
+
+class ReturnsOther(LoopKernel):
+    def kernel(self, a, out):
+        s = 1.0
+        for i in range(a.shape[0]):
+            out[i] = a[i] + s
+        return a.shape[0]
 
 
 class TwoNests(LoopKernel):
@@ -83,20 +127,28 @@ ARGS = {
     "Reads": (np.arange(4.0), np.zeros(4)),
     "Scalar": (np.arange(4.0), np.zeros(4)),
     "Before": (np.arange(4.0), np.zeros(4)),
+    "Computed": (np.arange(4.0), np.zeros(4)),
     "Returns": (np.arange(4.0),),
     "TwoNests": (np.arange(4.0), np.zeros(4)),
+    "Sum": (np.arange(5.0), np.full(5, 0.5)),
+    "Count": (np.arange(6.0), 6),
+    "ReturnsNone": (np.arange(3.0), np.zeros(3)),
+    "ReturnsOther": (np.arange(3.0), np.zeros(3)),
     "Defaults": (np.arange(4.0), np.zeros(4)),
 }
 
 
 @pytest.mark.parametrize("cls, has_lane", [
-    (Params, True), (Reads, True), (Scalar, True), (Defaults, True),
-    (Before, False), (Returns, False), (TwoNests, False)])
+    (Params, True), (Reads, True), (Scalar, True), (Defaults, True), (Sum, True),
+    (Count, True), (ReturnsNone, True),
+    (Before, True), (Computed, False), (Returns, False), (TwoNests, False), (ReturnsOther, False)])
 def test_which_kernels_have_the_lane(cls, has_lane):
     assert (whole_of(cls(backend="c", strict=True)) is not None) == has_lane
 
 
-@pytest.mark.parametrize("cls", [Params, Reads, Scalar, Defaults, Before, Returns, TwoNests])
+@pytest.mark.parametrize("cls", [Params, Reads, Scalar, Defaults, Before, Computed, Returns,
+                                 TwoNests,
+                                 Sum, Count, ReturnsNone, ReturnsOther])
 @pytest.mark.parametrize("backend", ["c", "openmp", None])
 def test_calls_leave_what_the_original_leaves(cls, backend):
     kernel = cls(backend=backend, strict=backend is not None)
@@ -151,3 +203,16 @@ def test_a_fallback_runs_the_method_whole():
     with pytest.warns(Warning):
         kernel.kernel(np.arange(4.0), out)
     assert out == [2.0, 5.0, 8.0, 11.0]
+
+
+@pytest.mark.parametrize("backend", ["c", None])
+def test_a_returned_scalar_keeps_its_type_and_its_value_when_the_loop_does_not_run(backend):
+    kernel = Count(backend=backend, strict=backend is not None)
+    a = np.arange(6.0)
+    for n in [6, 0, 3, 0, 6] * 20:
+        got, want = kernel.kernel(a, n), kernel.original_kernel(a, n)
+        assert identical(got, want)   # an int, 0 where nothing ran
+    total = Sum(backend=backend, strict=backend is not None)
+    for n in [5, 0, 1] * 20:
+        assert identical(total.kernel(np.arange(float(n)), np.ones(n)),
+                         total.original_kernel(np.arange(float(n)), np.ones(n)))
