@@ -417,7 +417,7 @@ class NestRunner(Specializer):
             if not built:
                 sequential = Plan(plan.bound, plan.graph, self.analysis.sequential, plan.work)
                 built.append(compile_variant("c", self.analysis, sequential, types, signature,
-                                             self.name, 1))
+                                             self.name, 1, tiled=False))
             return built[0](*inputs)
 
         return redo

@@ -35,23 +35,27 @@ _FIT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 
 def generate(backend: str, analysis, plan, types, signature, title: str,
-             threads: int = 1) -> CModule:
-    """The C module of ``plan``; ``threads``: how many threads an OpenMP variant expects."""
+             threads: int = 1, tiled: bool = True) -> CModule:
+    """The C module of ``plan``; ``threads``: how many threads an OpenMP variant expects;
+    ``tiled``: whether serial C may tile its bands (``schedule.tiling``; not where it must
+    run the plan's instances in the plan's order)."""
     if backend == "openmp":
         return OpenMPModuleBuilder(analysis, plan, types, signature, title, threads).build()
-    return CModuleBuilder(analysis, plan, types, signature, title).build()
+    return CModuleBuilder(analysis, plan, types, signature, title, tiled).build()
 
 
 def compile_variant(backend: str, analysis, plan, types, signature, title: str,
-                    threads: int | None) -> "CompiledVariant":
+                    threads: int | None, tiled: bool = True) -> "CompiledVariant":
     from asp_core.platform import cpu_cores
 
     from .rollback import in_source_order
 
-    module = generate(backend, analysis, plan, types, signature, title, threads or cpu_cores())
+    module = generate(backend, analysis, plan, types, signature, title, threads or cpu_cores(),
+                      tiled)
     loaded = compile_c(module.source, module.cdef, name="nest", openmp=module.openmp,
                        what=f"the {backend} variant of {title}")
-    in_order = in_source_order(plan.schedule, analysis.sequential) and \
+    # (a tiled band runs blocks of the plan's order: never its order, instance for instance)
+    in_order = in_source_order(plan.schedule, analysis.sequential) and not module.tiles and \
         (backend == "c" or not plan.parallel)
     return CompiledVariant(module, loaded, analysis, plan, threads or 0, in_order, signature)
 

@@ -142,8 +142,11 @@ class CModuleBuilder:
     #: every later array write; for code that may not jump out of a parallel region).
     on_error = "goto"
 
-    def __init__(self, analysis, plan, types: TypeInfo, signature: tuple, title: str):
+    def __init__(self, analysis, plan, types: TypeInfo, signature: tuple, title: str,
+                 tiled: bool = True):
         check_supported_types(types)
+        if not tiled:   # the plan's own order, instance for instance (``rollback``'s redo)
+            self.tiles = ""
         self.analysis = analysis
         self.plan = plan
         self.types = types

@@ -150,6 +150,62 @@ def test_generated_nests_that_fail_part_way(backend, seeds):
     assert failed > seeds // 2  # most of them do raise part-way
 
 
+#: Rectangular, fully permutable nests (tiled under ``ASP_TILE``) that fail where the
+#: linear instance number reaches ``Z``: elementwise in 2-D and 3-D, and a gemm.
+TILED_FAILING = [
+    ("A, B, Z, N, M", """
+for i in range(N):
+    for j in range(M):
+        B[i, j] = A[i, j] * 2.0 + 1.0 / (Z - (i * M + j))
+""", lambda rng, n, m: (rng.random((n, m)), np.zeros((n, m)))),
+    ("A, B, Z, N, M", """
+for i in range(N):
+    for j in range(M):
+        for k in range(3):
+            B[i, j, k] = A[i, j, k] - 1.0 / (Z - ((i * M + j) * 3 + k))
+""", lambda rng, n, m: (rng.random((n, m, 3)), np.zeros((n, m, 3)))),
+    ("A, B, C, Z, N, M", """
+for i in range(N):
+    for j in range(M):
+        for k in range(M):
+            C[i, j] += A[i, k] * B[k, j] + 1.0 / (Z - ((i * M + j) * M + k))
+""", lambda rng, n, m: (rng.random((n, m)), rng.random((m, m)), np.zeros((n, m)))),
+]
+
+
+@pytest.mark.parametrize("backend, block", [("c", 2), ("c", 3), ("openmp", 3)])
+def test_nests_that_fail_part_way_in_tiled_blocks(backend, block, monkeypatch):
+    """Tiled bands (``ASP_TILE``: every band the analysis allows, in blocks that divide no
+    range) run their blocks, never Python's order: an error part-way leaves Python's state
+    all the same (a tiled serial C module once counted as running in source order, and left
+    the writes of later blocks behind)."""
+    from specializers.loopnest import variants
+
+    tiled = []
+    generate = variants.generate
+
+    def recording(*args, **kwargs):
+        module = generate(*args, **kwargs)
+        tiled.append(bool(module.tiles))
+        return module
+
+    monkeypatch.setattr(variants, "generate", recording)
+    monkeypatch.setenv("ASP_TILE", str(block))
+    rng = np.random.default_rng(block)
+    failed = 0
+    for params, body, make in TILED_FAILING:
+        Kernel = kernel_class(body, params)
+        for _ in range(6):
+            n, m = (int(x) for x in rng.integers(3, 9, size=2))
+            arrays = make(rng, n, m)
+            last = int(np.prod(arrays[-1].shape)) * (m if "C[i, j] +=" in body else 1)
+            z = float(rng.integers(0, last + 1))   # (last: no error)
+            got = assert_leaves_what_python_leaves(
+                Kernel, backend, lambda: [a.copy() for a in arrays] + [z, n, m])
+            failed += got[0] == "error"
+    assert failed > 8 and sum(tiled) >= len(TILED_FAILING)   # errors part-way, tiled
+
+
 def test_failing_nests_are_generated_as_described():
     source, _ = failing_nest(3)
     assert re.search(r"\+ 1\.0 / \(Z - i\)$", source.rstrip()) and ", N, Z):" in source
