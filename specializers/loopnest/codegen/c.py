@@ -414,6 +414,12 @@ def packed_entry(name: str, entry: str, out_type: str, params: list[str]) -> str
             f"}}\n")
 
 
+#: Unroll-and-jam (``CEmitter._jams``): iterations of the outer loop of a pair jammed into
+#: the inner one, and the most statements the inner one may hold.
+JAM = 4
+JAM_STATEMENTS = 2
+
+
 class CEmitter:
     """Prints the walk of a schedule as serial C (statements in source form, loops as
     ``for`` with bounds computed once)."""
@@ -423,6 +429,9 @@ class CEmitter:
         self.lines: list[str] = []
         self.depth = 0
         self.tiles: set[int] = set()   # lids whose tile loop is open (their blocks run inside)
+        self.jammed: int | None = None  # the inner loop of a jammed pair, while it is emitted
+        self._inner_lid: int | None = None   # (``_jams``' answer: the pair's inner loop)
+        self.jam_var: tuple[str, str] | None = None   # (the jammed variable, its counter)
 
     def prologue(self) -> list[str]:
         return []
@@ -468,7 +477,14 @@ class CEmitter:
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
         if loop.lid in self.tiles:   # one block of a tiled loop
             var = c_identifier(loop.var)
-            self.line(f"for (int64_t {var} = asp_tile_{var}; {var} {self.bounds(loop)[3]} "
+            cmp = self.bounds(loop)[3]
+            if self.jammed == loop.lid:   # the band's last loop, under a jammed one
+                self._jammed_block(loop, body)
+                return
+            if self._jams(loop, node):
+                self._jam(loop, body)
+                return
+            self.line(f"for (int64_t {var} = asp_tile_{var}; {var} {cmp} "
                       f"asp_end_{var}; {var} += asp_step_{var}) {{")
             self.depth += 1
             body()
@@ -493,6 +509,73 @@ class CEmitter:
         if loop.predicate:
             self.depth -= 1
             self.line("}")
+
+    # -- unroll-and-jam (inside a tiled band's block) --------------------------------------
+
+    def _jams(self, loop: d.Loop, node: SLoop) -> bool:
+        """Whether to unroll ``loop`` (a block of a tiled band, so fully permutable with the
+        loop inside it) by ``JAM`` and jam the copies into its one inner loop, the band's
+        last: where that loop holds only statements, one of which writes an element
+        ``loop`` does not move (gemm's ``C[i, j]`` under ``k``), so the copies update it
+        in a register, in order, instead of loading and storing it once per iteration."""
+        if JAM < 2 or len(node.body) != 1 or not isinstance(node.body[0], SLoop):
+            return False
+        inner = node.body[0]
+        if inner.lid not in self.tiles or not inner.body or \
+                not all(isinstance(child, SStmt) for child in inner.body) or \
+                len(inner.body) > JAM_STATEMENTS:
+            return False
+        access = self.b.analysis.access
+        if not any(acc.write and acc.affine and
+                   all(loop.var not in sub.variables for sub in acc.subscripts)
+                   for child in inner.body for acc in access.statement(child.sid).accesses):
+            return False
+        self._inner_lid = inner.lid
+        return True
+
+    def _jam(self, loop: d.Loop, body: Callable[[], None]) -> None:
+        """``JAM`` iterations of ``loop`` at a time, their bodies jammed into the inner
+        loop (``_jammed_block``), then the block's last ones one at a time."""
+        var = c_identifier(loop.var)
+        cmp = self.bounds(loop)[3]
+        jam = f"asp_jam_{var}"
+        self.line("{")
+        self.depth += 1
+        self.line(f"int64_t {jam} = asp_tile_{var};")
+        self.line(f"for (; {jam} + {JAM - 1} * asp_step_{var} {cmp} asp_end_{var}; "
+                  f"{jam} += {JAM} * asp_step_{var}) {{")
+        self.depth += 1
+        self.jammed, self.jam_var = self._inner_lid, (loop.var, jam)
+        body()
+        self.jammed, self.jam_var = None, None
+        self.depth -= 1
+        self.line("}")
+        self.line(f"for (int64_t {var} = {jam}; {var} {cmp} asp_end_{var}; "
+                  f"{var} += asp_step_{var}) {{")
+        self.depth += 1
+        body()
+        self.depth -= 1
+        self.line("}")
+        self.depth -= 1
+        self.line("}")
+
+    def _jammed_block(self, loop: d.Loop, body: Callable[[], None]) -> None:
+        """The inner loop of a jammed pair: its body once per jammed iteration, each with
+        the outer variable bound to its value, in the outer loop's order."""
+        var = c_identifier(loop.var)
+        outer, jam = self.jam_var
+        outer = c_identifier(outer)
+        self.line(f"for (int64_t {var} = asp_tile_{var}; {var} {self.bounds(loop)[3]} "
+                  f"asp_end_{var}; {var} += asp_step_{var}) {{")
+        self.depth += 1
+        for copy in range(JAM):
+            self.line(f"{{ const int64_t {outer} = {jam} + {copy} * asp_step_{outer};")
+            self.depth += 1
+            body()
+            self.depth -= 1
+            self.line("}")
+        self.depth -= 1
+        self.line("}")
 
     def wide(self, loop: d.Loop) -> bool:
         """Whether the loop's values come near the ends of int64 (``binding.WIDE``)."""

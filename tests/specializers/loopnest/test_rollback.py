@@ -219,9 +219,10 @@ def test_a_failed_compiled_run_is_redone_by_serial_c_in_source_order(backend, mo
     built = []
     real = variants.compile_variant
 
-    def spy(which, analysis, plan, *rest):
-        built.append((which, in_source_order(plan.schedule, analysis.sequential)))
-        return real(which, analysis, plan, *rest)
+    def spy(which, analysis, plan, *rest, **options):
+        built.append((which, in_source_order(plan.schedule, analysis.sequential) and
+                      options.get("tiled", True) is False))
+        return real(which, analysis, plan, *rest, **options)
 
     monkeypatch.setattr(variants, "compile_variant", spy)
     # (the kernel's instances share their compiled executors: start without any)

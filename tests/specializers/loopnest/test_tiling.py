@@ -126,6 +126,7 @@ def _same_as_python(cls, args, monkeypatch, backends=("c", "python-shuffled", "p
 
 
 @pytest.mark.parametrize("backend,force,seeds,minimum", [("c", 2, 100, 10), ("c", 3, 200, 20),
+                                                          ("c", 4, 200, 10),
                                                           ("openmp", 3, 200, 5)])
 def test_random_affine_nests_tiled(backend, force, seeds, minimum, monkeypatch):
     """Random affine nests (two to four loops, coupled and negative coefficients and steps,
@@ -189,3 +190,107 @@ def test_openmp_shares_the_blocks_of_a_parallel_head(monkeypatch):
     _same_as_python(Gemm, _gemm_args(10), monkeypatch, backends=("openmp",))
     _same_as_python(TimeLoop, (np.random.default_rng(7).random((8, 8)), np.zeros((8, 8)), 3, 8),
                     monkeypatch, backends=("openmp",))
+
+
+def _module(cls, args, monkeypatch, force, backend="c"):
+    """The compiled module of the kernel's first nest for this call, under ``ASP_TILE``."""
+    monkeypatch.setenv("ASP_TILE", str(force))
+    kernel = cls(backend=backend, strict=True)
+    kernel.kernel(*args)
+    runner = kernel._asp_current.runners[0]
+    return [v.module for v in runner._executors.values() if hasattr(v, "module")][-1]
+
+
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+@pytest.mark.parametrize("n", [13, 17])
+def test_gemm_blocks_are_unrolled_and_jammed_and_sum_in_pythons_order(backend, n,
+                                                                        monkeypatch):
+    """In each block, four iterations of k at a time update one C[i, j] in a register, in
+    k's order, then the block's last ones one at a time: the sums are Python's, bit for bit
+    (blocks of 6 leave 1 or 5 iterations of k to the remainder)."""
+    args = _gemm_args(n)
+    want = copy.deepcopy(args)
+    Gemm().original_kernel(*want)
+    got = copy.deepcopy(args)
+    module = _module(Gemm, got, monkeypatch, 6, backend)
+    assert "asp_jam_k" in module.source and module.tiles
+    assert np.array_equal(got[2], want[2])
+
+
+def test_an_elementwise_band_is_tiled_without_jamming(monkeypatch):
+    """Nothing to keep in a register: every element the band writes moves with every loop."""
+    class Scale(LoopKernel):
+        def kernel(self, A, B, n):
+            for i in range(n):
+                for j in range(n):
+                    B[i, j] = A[i, j] * 2.0 + 1.0
+
+    args = (np.random.default_rng(6).random((9, 9)), np.zeros((9, 9)), 9)
+    module = _module(Scale, args, monkeypatch, 5)
+    assert module.tiles and "asp_jam_" not in module.source
+
+
+def test_the_jammed_loop_is_vectorized(monkeypatch, tmp_path):
+    """GCC's own report (``-fopt-info-vec-optimized``) on the generated gemm, with the flags
+    the specializer builds it with: the j loop the four k iterations are jammed into is
+    vectorized."""
+    import subprocess
+
+    from asp_core.backends.c import default_compiler
+
+    module = _module(Gemm, _gemm_args(40), monkeypatch, 16)
+    path = tmp_path / "gemm.c"
+    path.write_text(module.source)
+    lines = module.source.splitlines()
+    jam = next(k for k, line in enumerate(lines) if "asp_jam_k + 3 * asp_step_k" in line)
+    inner = next(k for k in range(jam, len(lines)) if "for (int64_t j = " in lines[k]) + 1
+    compiler = default_compiler()
+    report = subprocess.run(
+        compiler.command([str(path)], str(tmp_path / "gemm.so"), ["-fopt-info-vec-optimized"]),
+        capture_output=True, text=True, check=True).stderr
+    vectorized = {int(m) for m in __import__("re").findall(r"gemm\.c:(\d+):\d+: optimized: "
+                                                         r"loop vectorized", report)}
+    assert inner in vectorized, report
+
+
+def contraction_source(rng) -> tuple[str, str]:
+    """A random contraction (the kind of nest unroll-and-jam is for): three loops in a
+    random order, an output element that two of them move and the third sums over, operands
+    with random subscript orders and offsets; (source, the summed variable)."""
+    import itertools
+
+    order = list(itertools.permutations("ijk"))[rng.integers(6)]
+    summed = "ijk"[rng.integers(3)]
+    kept = [v for v in "ijk" if v != summed]
+    a = f"A[{kept[0]}, {summed}]" if rng.random() < 0.5 else f"A[{summed}, {kept[0]}]"
+    b = f"B[{summed}, {kept[1]}]" if rng.random() < 0.5 else f"B[{kept[1]}, {summed}]"
+    op = ["+", "-", "*"][rng.integers(3)]
+    update = (f"C[{kept[0]}, {kept[1]}] += {a} {op} {b} * 0.5" if rng.random() < 0.5 else
+              f"C[{kept[0]}, {kept[1]}] = C[{kept[0]}, {kept[1]}] * 0.75 + {a} {op} {b}")
+    lines = ["from specializers.loopnest import LoopKernel", "", "",
+             "class Kernel(LoopKernel):", "    def kernel(self, A, B, C, n):"]
+    for depth, var in enumerate(order):
+        lines.append("    " * (depth + 2) + f"for {var} in range(n):")
+    lines.append("    " * 5 + update)
+    return "\n".join(lines) + "\n", summed
+
+
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+def test_random_contractions_jammed_in_blocks(backend, monkeypatch):
+    """Random contractions with their bands tiled in blocks of 4 to 6 (the jam's four
+    iterations, and remainders of 1 to 5): bit for bit Python's sums, and most jammed."""
+    rng = np.random.default_rng(7)
+    jammed = 0
+    cases = 30
+    for _ in range(cases):
+        source, _ = contraction_source(rng)
+        Kernel = load_source(source)
+        n = int(rng.integers(5, 15))
+        args = [rng.random((n, n)), rng.random((n, n)), rng.random((n, n)), n]
+        want = copy.deepcopy(args)
+        Kernel().original_kernel(*want)
+        got = copy.deepcopy(args)
+        module = _module(Kernel, got, monkeypatch, int(rng.integers(4, 7)), backend)
+        assert np.array_equal(got[2], want[2]), source
+        jammed += "asp_jam_" in module.source
+    assert jammed >= cases // 3, jammed
