@@ -98,6 +98,8 @@ class CModule:
     packed: str = ""
     #: the bands the schedule tiled and why (``schedule.tiling.TiledBand.describe``)
     tiles: tuple[str, ...] = ()
+    #: the loops unrolled and jammed in their blocks, and why (``CEmitter._jams``)
+    jams: tuple[str, ...] = ()
 
 
 def c_order_accessor(ident: str, ndim: int) -> str:
@@ -377,7 +379,8 @@ class CModuleBuilder:
         beyond = any(_BEYOND_INT64.search(text) for text in emitter.lines)
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
                        tuple(self.error_sites), self.variant == "openmp", can_fail, beyond,
-                       packed, tuple(band.describe() for band in self.tiled))
+                       packed, tuple(band.describe() for band in self.tiled),
+                       tuple(dict.fromkeys(emitter.jams)))
 
     @staticmethod
     def cdef(entry: str, out_type: str, params: list[str], fields: list[str]) -> str:
@@ -431,6 +434,7 @@ class CEmitter:
         self.tiles: set[int] = set()   # lids whose tile loop is open (their blocks run inside)
         self.jammed: int | None = None  # the inner loop of a jammed pair, while it is emitted
         self._inner_lid: int | None = None   # (``_jams``' answer: the pair's inner loop)
+        self.jams: list[str] = []   # what was jammed, for ``explain()`` (``CModule.jams``)
         self.jam_var: tuple[str, str] | None = None   # (the jammed variable, its counter)
 
     def prologue(self) -> list[str]:
@@ -531,6 +535,9 @@ class CEmitter:
                    for child in inner.body for acc in access.statement(child.sid).accesses):
             return False
         self._inner_lid = inner.lid
+        inner_var = self.b.loops[inner.lid].var
+        self.jams.append(f"{loop.var} unrolled by {JAM} and jammed into {inner_var} (the "
+                         f"element it writes stays in a register across {loop.var})")
         return True
 
     def _jam(self, loop: d.Loop, body: Callable[[], None]) -> None:

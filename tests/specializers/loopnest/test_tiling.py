@@ -214,6 +214,8 @@ def test_gemm_blocks_are_unrolled_and_jammed_and_sum_in_pythons_order(backend, n
     got = copy.deepcopy(args)
     module = _module(Gemm, got, monkeypatch, 6, backend)
     assert "asp_jam_k" in module.source and module.tiles
+    assert module.jams == ("k unrolled by 4 and jammed into j (the element it writes stays in a "
+                           "register across k)",)
     assert np.array_equal(got[2], want[2])
 
 
