@@ -480,20 +480,12 @@ class CEmitter:
 
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
         if loop.lid in self.tiles:   # one block of a tiled loop
-            var = c_identifier(loop.var)
-            cmp = self.bounds(loop)[3]
             if self.jammed == loop.lid:   # the band's last loop, under a jammed one
                 self._jammed_block(loop, body)
-                return
-            if self._jams(loop, node):
+            elif self._jams(loop, node):
                 self._jam(loop, body)
-                return
-            self.line(f"for (int64_t {var} = asp_tile_{var}; {var} {cmp} "
-                      f"asp_end_{var}; {var} += asp_step_{var}) {{")
-            self.depth += 1
-            body()
-            self.depth -= 1
-            self.line("}")
+            else:
+                self._block(loop, f"asp_tile_{c_identifier(loop.var)}", body)
             return
         if loop.predicate:
             self.line(f"if ({c_identifier(loop.predicate)}) {{")
@@ -557,30 +549,33 @@ class CEmitter:
         self.jammed, self.jam_var = None, None
         self.depth -= 1
         self.line("}")
-        self.line(f"for (int64_t {var} = {jam}; {var} {cmp} asp_end_{var}; "
-                  f"{var} += asp_step_{var}) {{")
-        self.depth += 1
-        body()
-        self.depth -= 1
-        self.line("}")
+        self._block(loop, jam, body)
         self.depth -= 1
         self.line("}")
 
     def _jammed_block(self, loop: d.Loop, body: Callable[[], None]) -> None:
         """The inner loop of a jammed pair: its body once per jammed iteration, each with
         the outer variable bound to its value, in the outer loop's order."""
-        var = c_identifier(loop.var)
         outer, jam = self.jam_var
         outer = c_identifier(outer)
-        self.line(f"for (int64_t {var} = asp_tile_{var}; {var} {self.bounds(loop)[3]} "
-                  f"asp_end_{var}; {var} += asp_step_{var}) {{")
+
+        def copies() -> None:
+            for copy in range(JAM):
+                self.line(f"{{ const int64_t {outer} = {jam} + {copy} * asp_step_{outer};")
+                self.depth += 1
+                body()
+                self.depth -= 1
+                self.line("}")
+
+        self._block(loop, f"asp_tile_{c_identifier(loop.var)}", copies)
+
+    def _block(self, loop: d.Loop, start: str, body: Callable[[], None]) -> None:
+        """``loop`` from ``start`` to the end of its block at hand (a tiled loop's)."""
+        var = c_identifier(loop.var)
+        self.line(f"for (int64_t {var} = {start}; {var} {self.bounds(loop)[3]} asp_end_{var}; "
+                  f"{var} += asp_step_{var}) {{")
         self.depth += 1
-        for copy in range(JAM):
-            self.line(f"{{ const int64_t {outer} = {jam} + {copy} * asp_step_{outer};")
-            self.depth += 1
-            body()
-            self.depth -= 1
-            self.line("}")
+        body()
         self.depth -= 1
         self.line("}")
 
