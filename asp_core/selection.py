@@ -62,6 +62,9 @@ PROBE_UNMEASURED = 10.0
 PROBE_FAR = 20.0
 #: A measurement this far (in log: a factor of 2) from its correction restarts re-probing.
 SURPRISE = math.log(2.0)
+#: The most a variant never measured borrows of a kin's correction (a factor, either way).
+KIN_LIMIT = 3.0
+KIN_LOG_LIMIT = math.log(KIN_LIMIT)
 #: How far the runners-up of the last choice were: some within reach of every re-probe, some
 #: only of a far one (every fourth), none.
 NEAR, FAR, NONE = range(3)
@@ -146,7 +149,10 @@ class Selector:
         """How much slower than predicted ``label`` ran (1.0 without measurements). A size
         class without measurements of its own borrows the nearest one's; a variant never
         measured borrows a kin's (OpenMP's compute is serial C's, shared: whatever made one
-        slower or faster than predicted, such as vectorization, most likely holds for both)."""
+        slower or faster than predicted, such as vectorization, most likely holds for both), up
+        to a factor ``KIN_LIMIT`` either way: beyond that the kin's surprise is its own (an
+        OpenMP team waking for a call of microseconds), and a variant never measured that
+        borrowed it whole would never be tried."""
         for name in (label, *kin):
             found = self._corrections.get((name, size_class))
             if found is None or not found.samples:
@@ -155,7 +161,9 @@ class Selector:
                 if not near:
                     continue
                 found = min(near, key=lambda item: item[0])[1]
-            return math.exp(found.log_ratio)
+            if name == label:
+                return math.exp(found.log_ratio)
+            return math.exp(min(max(found.log_ratio, -KIN_LOG_LIMIT), KIN_LOG_LIMIT))
         return 1.0
 
     def corrected(self, estimate: Estimate) -> float:
@@ -198,7 +206,10 @@ class Selector:
         if surprised:
             confirmed = entry.last * surprise > 0
             entry.last = surprise
-            if confirmed:  # things changed: look again soon
+            if confirmed and (estimate.label == self._last_choice or surprise < 0):
+                # things changed (the choice is off, or another variant is faster than
+                # thought): look again soon. A probed variant slower than thought only
+                # corrects its own prediction: looking again soon would pay that again.
                 self._period = PROBE_EVERY
                 self._next_probe = min(self._next_probe, self._calls + PROBE_EVERY)
             else:   # one odd call: a bounded step, and the choice goes on (a warm call of

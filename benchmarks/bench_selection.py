@@ -15,7 +15,10 @@ timed as what a user gets, ``Cls().kernel`` calls (dispatch included), and so is
   them compiled (a kernel's instances share their compiled code, as a program calling one
   kernel over and over has it), and the rule in another; both are started per example. The
   default kernels (a fresh instance per size) are called until their choice is stable (the
-  same ``STABLE`` calls in a row, ``MIN_WARM`` to ``MAX_WARM`` calls) before they are timed. Each
+  same ``STABLE`` calls in a row, ``MIN_WARM`` to ``MAX_WARM`` calls, not counting calls made
+  while the kernel is still cold, ``coldstart``, or a variant builds in the background, for
+  up to ``WARM_BUDGET_S``: those are the start of a series of calls, not its steady state)
+  before they are timed. Each
   time is the best of several rounds (5, fewer where a point would take over
   ``POINT_BUDGET_S``); in each round every contender in turn (rotating who goes first) is
   called back to back for ``--burst`` seconds (once at least), on inputs restored from a
@@ -420,17 +423,22 @@ def warm_up(worker: Worker, who: str, limit: float) -> int:
     (``MIN_WARM`` to ``MAX_WARM`` calls, fewer past ``WARM_BUDGET_S`` seconds); each call may
     take ``limit`` seconds. Returns the number of calls (the first compiles, or loads)."""
     choices: list[str] = []
+    calls = 0
     t0 = time.perf_counter()
     while len(choices) < MAX_WARM:
         # the first call may also build a variant: a limit of its own
-        reply = worker.ask("call", limit + (COMPILE_ALLOWANCE_S if not choices else 0),
+        reply = worker.ask("call", limit + (COMPILE_ALLOWANCE_S if not calls else 0),
                            name=who)
+        calls += 1
+        if time.perf_counter() - t0 > WARM_BUDGET_S and len(choices) >= MIN_WARM:
+            break
+        if reply.get("cold") or reply.get("building"):   # not the steady state yet
+            if time.perf_counter() - t0 <= WARM_BUDGET_S:
+                continue
         choices.append(reply["choice"])
         if len(choices) >= MIN_WARM and len(set(choices[-STABLE:])) == 1:
             break
-        if len(choices) >= MIN_WARM and time.perf_counter() - t0 > WARM_BUDGET_S:
-            break
-    return len(choices)
+    return calls
 
 
 def measure_first_call(case: Case, n: int, template: Path, previous: Point | None,

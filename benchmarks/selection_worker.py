@@ -159,6 +159,8 @@ def describe_choice(kernel) -> dict:
         return {}
     if getattr(kernel.last_call, "cold", False):  # the original code, before any analysis
         return {"choice": "python", "nests": [], "cold": True}
+    state = getattr(kernel, "_asp_current", None)
+    building = any(runner._building for runner in getattr(state, "runners", ()))
     nests, labels = [], []
     for nest in kernel.last_call.nests:
         if nest.backend is None:  # this nest did not run in the call
@@ -170,7 +172,7 @@ def describe_choice(kernel) -> dict:
         labels.append(f"openmp@{threads}" if nest.backend == "openmp" and threads
                       else nest.backend)
     label = labels[0] if len(set(labels)) == 1 else "+".join(labels)
-    return {"choice": label or "-", "nests": nests}
+    return {"choice": label or "-", "nests": nests, "building": building}
 
 
 class Bench:

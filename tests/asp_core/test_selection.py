@@ -192,3 +192,31 @@ def test_a_variant_building_in_the_background_is_said_to_be_building():
     third = s.choose(estimates, can_wait=False)
     assert third.label == "python" and third.build_later is None
     assert third.reason.endswith("but is building in the background"), third.reason
+
+
+def test_a_probed_variant_slower_than_thought_does_not_start_the_probing_over():
+    """Its own prediction is corrected; looking again soon would only pay for it again. (The
+    chosen variant's confirmed surprise does start it over: the test above.)"""
+    s = Selector()
+    estimates = (est("c", 10e-6), est("omp", 12e-6))
+    for _ in range(400):
+        d = s.choose(estimates)
+        s.observe(next(e for e in estimates if e.label == d.label), 10e-6 if d.label == "c"
+                  else 12e-6)
+    assert s.choose(estimates).label == "c"
+    period, due = s._period, s.calls_before_probe()
+    assert period > selection.PROBE_EVERY
+    assert s.observe(estimates[1], 120e-6) is False          # a probe: 10x slower
+    s.observe(estimates[1], 400e-6)                           # and again: confirmed
+    assert (s._period, s.calls_before_probe()) == (period, due)
+
+
+def test_a_variant_never_measured_borrows_a_kins_correction_within_a_limit():
+    s = Selector()
+    omp = Estimate("omp", 1e-5, {}, kin=("c",))
+    c = Estimate("c", 2e-5, {}, kin=("omp",))
+    for _ in range(5):
+        s.observe(omp, 1e-5 * 40)     # OpenMP 40x slower than predicted (its team's waking)
+    assert s.factor("omp", 0) > 20
+    assert s.factor("c", 0, c.kin) == pytest.approx(selection.KIN_LIMIT)
+    assert s.choose((omp, c)).label == "c"   # c is tried, and measured, not ruled out
