@@ -33,3 +33,19 @@ def test_records_and_explain():
     call = k.last_call
     assert call.nests[0].scalars == {"s": "reduction"}
     assert call.nests[1].parallel_loops == () and call.nests[1].statements == ()
+
+
+def test_records_are_made_once_per_schedule_and_stay_apart():
+    """The statements' text and the scalars are made once per schedule (reading ``last_call``
+    printed them every time), and each record holds its own scalars."""
+    k = K(backend="c", strict=False)
+    k.w = 2.0
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        k.kernel(np.ones((3, 3)), 3)
+    first, second = k.last_call, k.last_call
+    assert first == second and first.nests[0].statements is second.nests[0].statements
+    first.nests[0].scalars["s"] = "changed"
+    assert k.last_call.nests[0].scalars == {"s": "reduction"}
