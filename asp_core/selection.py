@@ -68,6 +68,8 @@ KIN_LOG_LIMIT = math.log(KIN_LIMIT)
 #: How far the runners-up of the last choice were: some within reach of every re-probe, some
 #: only of a far one (every fourth), none.
 NEAR, FAR, NONE = range(3)
+#: A count of calls that is never reached.
+NEVER = 1 << 62
 #: The most one measurement moves a correction (in log: a factor of e**0.5 = 1.65).
 MAX_STEP = 0.5
 #: A correction resting on SETTLED measurements is updated by one call in SAMPLE.
@@ -237,15 +239,11 @@ class Selector:
         enough to be probed at the last choice, only a far look (every fourth due point)
         can probe: the due points before it are passed over (``skipped``); where none was
         within ``PROBE_FAR``, none can."""
+        if self.pinned is not None or self._repeat is None and self._reach == NONE:
+            return NEVER   # nothing is probed (the dispatcher's ``RECHOOSE_S`` bounds it)
         due = self._next_probe
-        if self.pinned is not None:
-            return 1 << 62   # nothing is probed (``RECHOOSE_S`` bounds the fast path)
-        if self._repeat is not None or self._reach == NEAR:
-            pass
-        elif self._reach == FAR:
+        if self._repeat is None and self._reach == FAR:
             due += (-(self._probes + 1) % 4) * self._period
-        else:
-            return 1 << 62   # nothing to probe (``RECHOOSE_S`` bounds the fast path)
         return max(0, due - self._calls - 1)
 
     def skipped(self, calls: int) -> None:
@@ -352,18 +350,11 @@ class Selector:
         due = self._calls >= self._next_probe
         self._probes += due
         far = due and self._probes % 4 == 0   # every fourth probe looks farther too
-        others = [e for e in ready if e.label != best.label and (
-            times[e.label] <= PROBE_WITHIN * times[best.label] or
-            not self.measured(e.label, e.size_class) and
-            times[e.label] <= PROBE_UNMEASURED * times[best.label] or
-            far and times[e.label] <= PROBE_FAR * times[best.label])]
-        near = any(e.label != best.label and (
-            times[e.label] <= PROBE_WITHIN * times[best.label] or
-            not self.measured(e.label, e.size_class) and
-            times[e.label] <= PROBE_UNMEASURED * times[best.label]) for e in ready)
-        self._reach = NEAR if near else FAR if any(
-            e.label != best.label and times[e.label] <= PROBE_FAR * times[best.label]
-            for e in ready) else NONE
+        reach = {e.label: self._reach_of(e, times, times[best.label])
+                 for e in ready if e.label != best.label}
+        others = [e for e in ready if reach.get(e.label) == NEAR or
+                  far and reach.get(e.label) == FAR]
+        self._reach = min(reach.values(), default=NONE)
         if due:
             self._next_probe = self._calls + self._period
         if others and due:
@@ -377,6 +368,17 @@ class Selector:
         if not others or len(ready) == len(estimates):
             self._memo = (estimates, self._epoch, decision)
         return decision
+
+
+    def _reach_of(self, estimate: Estimate, times: dict[str, float], best: float) -> int:
+        """Whether a re-probe of the choice (``best`` seconds) may run ``estimate``'s variant
+        (NEAR: within ``PROBE_WITHIN``, or ``PROBE_UNMEASURED`` where never measured), only a
+        far one (FAR: within ``PROBE_FAR``) or none (NONE)."""
+        seconds = times[estimate.label]
+        if seconds <= PROBE_WITHIN * best or not self.measured(
+                estimate.label, estimate.size_class) and seconds <= PROBE_UNMEASURED * best:
+            return NEAR
+        return FAR if seconds <= PROBE_FAR * best else NONE
 
 
 def _s(seconds: float) -> str:

@@ -37,7 +37,7 @@ from . import config as config_module
 from .errors import (AspError, BackendUnavailable, CacheError, CompileError,
                      SpecializationError, UnsupportedArgument, UnsupportedConstruct)
 from .lru import LRUCache
-from .selection import Decision, Estimate, Selector
+from .selection import NEVER, Decision, Estimate, Selector
 from .signature import signature_of
 
 log = logging.getLogger("asp")
@@ -183,7 +183,6 @@ class Specializer:
         self._offered: tuple = (None, None)   # the last estimates, and those not failed
         # the last choice, which the next calls of its signature run again (``_fast_path``)
         self._fast: list | None = None
-        self._vouched: list | None = None   # the fast path whose signature ``guarded`` has
         self._guards = LRUCache(self.variant_cache_size)  # signature -> guard (or False)
         self._fast_entries = 0   # how often a choice became the fast path
         self.selector = Selector()
@@ -272,10 +271,7 @@ class Specializer:
         if fast is not None and not kwargs:   # (never set where the JIT is disabled)
             guard = fast[5]
             if guard is not None and guard(args):
-                # a warm call: the guard vouches for the signature (``guard``)
-                if self._vouched is not fast:
-                    self.guarded(fast[0])
-                    self._vouched = fast
+                self.guarded(fast[0])   # a warm call: the guard vouches for the signature
                 if fast[1] > 0:
                     if fast[3] is None:   # a forced backend: nothing to choose or time
                         self.last_estimate = self.last_measured_s = None
@@ -292,7 +288,6 @@ class Specializer:
             if vouched is not None:
                 sig = vouched
             else:
-                self._vouched = None
                 sig = self.signature(args)
                 if fast is not None and fast[0] == sig and fast[1] > 0:
                     if fast[5] is None and fast[4] & 7 == 7:   # (a long path asks too)
@@ -532,14 +527,12 @@ FAST_CALLS = 8
 GUARD_AFTER = 8
 
 
-#: The calls left of a fast path that does not expire.
-FOREVER = 1 << 62
 #: A stable choice's fast path covers at most about this much predicted time (seconds).
 RECHOOSE_S = 5e-3
 
 
 def _fast_path(sig: Hashable, found: Variant, estimate: Estimate | None, guard,
-               before_probe: int = FOREVER) -> list:
+               before_probe: int = NEVER) -> list:
     """The fast path of a choice: [signature, calls left, variant, estimate (None for a forced
     backend), calls run, guard or None, the call record].
 
@@ -554,10 +547,10 @@ def _fast_path(sig: Hashable, found: Variant, estimate: Estimate | None, guard,
     path lasts ``FAST_CALLS`` calls (the guard is asked for when it is renewed); with one, it
     lasts until the variants are forgotten (``clear``, ``forget_backend``)."""
     if estimate is not None:
-        within = int(RECHOOSE_S / estimate.seconds) if estimate.seconds > 0 else FOREVER
+        within = int(RECHOOSE_S / estimate.seconds) if estimate.seconds > 0 else NEVER
         calls = min(before_probe, max(FAST_CALLS, within))
     else:
-        calls = FAST_CALLS if guard is None else FOREVER
+        calls = FAST_CALLS if guard is None else NEVER
     return [sig, calls, found, estimate, 0, guard, found.record]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -166,7 +166,6 @@ class NestRunner(Specializer):
         key = self.analysis.binder.key(args, self.config.exact_reductions)
         self.analysis.plan(key)
         self._key = key
-        self._vouched = None   # (the warm path's binding is set again: ``guarded``)
         return types, key
 
     def guard(self, signature, args: Sequence[Any]):
@@ -557,28 +556,40 @@ def with_final_loop_values(run, analysis: NestAnalysis):
     return wrapped
 
 
+def input_reads(analysis: NestAnalysis, ctx: KernelContext,
+                local: Callable[[str, bool], str | None], cells: str = "C",
+                globals_: str = "G") -> list[str] | None:
+    """The expression reading each of the nest's inputs where it starts: a local variable of
+    the kernel through ``local(name, optional)`` (``optional``: the nest may find it unbound,
+    a scalar it assigns before reading, or a loop variable's last value, ``lastvalues``; None:
+    it cannot be read there, and then nothing is returned), an attribute of one, a closure
+    cell (``cells``) or a global (``globals_``)."""
+    freevars = ctx.fa.func.__code__.co_freevars
+    names = analysis.names
+    items = []
+    for input_name in names.inputs:
+        base, _, attr = input_name.partition(".")
+        kernel_name = names.kernel_name(input_name)
+        if kernel_name != input_name:   # a loop variable's last value (``lastvalues``)
+            read = local(kernel_name, True)
+        elif base in ctx.local_names:
+            read = local(base, not attr and input_name in names.outputs and
+                         input_name not in analysis.required)
+        elif base in freevars:
+            read = f"{cells}[{base!r}].cell_contents"
+        else:
+            read = f"{globals_}[{base!r}]"
+        if read is None:
+            return None
+        items.append(f"{read}.{attr}" if attr else read)
+    return items
+
+
 def gather_source(analysis: NestAnalysis, ctx: KernelContext, name: str) -> str:
     """Python source of a function reading the nest's inputs from the kernel's locals (L),
     globals (G) and closure cells (C); ``UNBOUND`` for outputs the kernel has not bound yet."""
-    freevars = ctx.fa.func.__code__.co_freevars
-    items = []
-    for input_name in analysis.names.inputs:
-        base, _, attr = input_name.partition(".")
-        kernel_name = analysis.names.kernel_name(input_name)
-        if kernel_name != input_name:   # a loop variable's last value (``lastvalues``)
-            read = f"L.get({kernel_name!r}, UNBOUND)"
-        elif base in ctx.local_names:
-            if attr:
-                read = f"L[{base!r}].{attr}"
-            elif input_name in analysis.names.outputs and input_name not in analysis.required:
-                read = f"L.get({input_name!r}, UNBOUND)"
-            else:
-                read = f"L[{input_name!r}]"
-        elif base in freevars:
-            read = f"C[{base!r}].cell_contents" + (f".{attr}" if attr else "")
-        else:
-            read = f"G[{base!r}]" + (f".{attr}" if attr else "")
-        items.append(read)
+    items = input_reads(analysis, ctx, lambda local, optional: f"L.get({local!r}, UNBOUND)"
+                        if optional else f"L[{local!r}]")
     return returning(name, ("L", "G", "C", "UNBOUND"), items)
 
 

@@ -9,8 +9,8 @@ Python frames and a dictionary per call, a third of a warm call of a tiny kernel
 whose body is one top-level nest, after a docstring and assignments of literal numbers to
 names (``s = 0.0``), and before nothing or ``return`` of one of those names, ``whole_nest``
 makes a function with the method's own parameters that returns the nest's inputs (``pick``),
-read as the nest's gather reads them (parameters, the literals, attributes of ``self``,
-globals, closure cells); the dispatcher then calls the nest's runner with them directly
+read as the nest's gather reads them (``runtime.input_reads``: parameters, the literals,
+attributes of ``self``, globals, closure cells); the dispatcher then calls the nest's runner with them directly
 (``kernel._dispatching_kernel``) and returns the named scalar's value from the nest's outputs
 (``result``).
 
@@ -32,6 +32,7 @@ from typing import Any, Callable
 from asp_core.pysource import returning
 
 from .rewrite import NO_VALUE
+from .runtime import input_reads
 
 _IDS = itertools.count()
 #: The pick function's own parameters after the method's (names no method parameter has).
@@ -87,7 +88,16 @@ def whole_nest(source, analysis) -> WholeNest | None:
     params = [a.arg for a in args.args]
     if set(params) & set(constants):
         return None
-    items = _reads(source.ctx, analysis, set(params), list(constants))
+    names = list(constants)
+
+    def local(name: str, optional: bool) -> str | None:
+        if name in constants:
+            return f"{_CONSTANTS}[{names.index(name)}]"
+        if name in params:
+            return name
+        return _UNBOUND if optional else None   # (nothing else is bound at the start)
+
+    items = input_reads(analysis, source.ctx, local, _CELLS, _GLOBALS)
     if items is None:
         return None
     name = f"pick_{next(_IDS)}"
@@ -127,32 +137,3 @@ def _result(positions: tuple[int, ...], before: Any) -> Callable[[tuple], Any]:
                 value = outputs[position]
         return value
     return result
-
-
-def _reads(ctx, analysis, params: set[str], constants: list[str]) -> list[str] | None:
-    """The expression reading each of the nest's inputs where the nest starts (as the
-    nest's gather, ``runtime.gather_source``, reads it from the frame's locals): a
-    parameter, one of the ``constants`` assigned before the nest, ...; or None where one is
-    a local variable the method cannot have bound there."""
-    freevars = ctx.fa.func.__code__.co_freevars
-    names = analysis.names
-    items = []
-    for input_name in names.inputs:
-        base, _, attr = input_name.partition(".")
-        if names.kernel_name(input_name) != input_name:
-            items.append(_UNBOUND)   # a loop variable's last value: unbound at the start
-        elif base in ctx.local_names:
-            if base in constants and not attr:
-                items.append(f"{_CONSTANTS}[{constants.index(base)}]")
-            elif base in params:
-                items.append(f"{base}.{attr}" if attr else base)
-            elif input_name in names.outputs and input_name not in analysis.required \
-                    and not attr:
-                items.append(_UNBOUND)   # assigned by the nest before any read
-            else:
-                return None
-        elif base in freevars:
-            items.append(f"{_CELLS}[{base!r}].cell_contents" + (f".{attr}" if attr else ""))
-        else:
-            items.append(f"{_GLOBALS}[{base!r}]" + (f".{attr}" if attr else ""))
-    return items

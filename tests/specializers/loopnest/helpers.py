@@ -157,3 +157,16 @@ def mark_root_loop_parallel(monkeypatch) -> None:
         return pipeline.Plan(plan.bound, plan.graph, plan.schedule.replace(root=(broken,)))
 
     monkeypatch.setattr(pipeline, "make_plan", wrong_plan)
+
+
+def random_kernel(nest, source: str | None = None, **extra: Any):
+    """The kernel class of a random nest (``checking.random_nests``; or of ``source``, a
+    variant of its text) and its arguments, in the order of the method's parameters (the
+    nest's arrays and values, and ``extra`` ones)."""
+    from specializers.loopnest.checking import load_source
+    from specializers.loopnest.checking.random_nests import make_arrays
+
+    Kernel = load_source(source or nest.source)
+    values = dict(make_arrays(nest), **nest.args, **extra)
+    code = Kernel.kernel.__wrapped__.__code__
+    return Kernel, [values[p] for p in code.co_varnames[1:code.co_argcount]]

@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from benchmarks.selection_worker import CASES, _example
 from specializers.loopnest import LoopKernel
 from specializers.loopnest.checking import load_source
-from specializers.loopnest.checking.random_nests import make_arrays, random_nest
+from specializers.loopnest.checking.random_nests import random_nest
 from specializers.loopnest.codegen.device import device_module
 from specializers.loopnest.variants import BeyondInt64
 
 from .generators import typed_kernels
-from .helpers import check_generated, close, mark_root_loop_parallel
+from .helpers import check_generated, close, mark_root_loop_parallel, random_kernel
 
 
 def _opencl_missing() -> str | None:
@@ -116,10 +116,7 @@ def test_random_affine_nests(backend, wrapped):
     ``wrapped``, subscripts spelled with Python's wrap-around)."""
     for seed in range(40):
         nest = random_nest(seed, wrapped)
-        Kernel = load_source(nest.source)
-        values = dict(make_arrays(nest), **nest.args)
-        code = Kernel.kernel.__wrapped__.__code__
-        args = [values[p] for p in code.co_varnames[1:code.co_argcount]]
+        Kernel, args = random_kernel(nest)
         plain = copy.deepcopy(args)
         Kernel().original_kernel(*plain)
         kernel, got, _ = run_strict(Kernel, backend, args)

@@ -9,13 +9,12 @@ import re
 import numpy as np
 import pytest
 
-from specializers.loopnest.checking import load_source
-from specializers.loopnest.checking.random_nests import make_arrays, random_nest
+from specializers.loopnest.checking.random_nests import random_nest
 from specializers.loopnest.pipeline import analyse_kernel
 from specializers.loopnest.rollback import in_source_order
 
 from .generators import load_kernel
-from .helpers import identical
+from .helpers import identical, random_kernel
 
 BACKENDS = ["c", "openmp", "python", "python-reversed", "python-shuffled", None]
 HEADER = "import math\nimport numpy as np\nfrom specializers.loopnest import LoopKernel\n\n\n"
@@ -141,10 +140,7 @@ def test_generated_nests_that_fail_part_way(backend, seeds):
     failed = 0
     for seed in range(seeds):
         source, nest = failing_nest(seed)
-        Kernel = load_source(source)
-        values = dict(make_arrays(nest), **nest.args, Z=seed % 4)
-        code = Kernel.kernel.__wrapped__.__code__
-        args = [values[p] for p in code.co_varnames[1:code.co_argcount]]
+        Kernel, args = random_kernel(nest, source, Z=seed % 4)
         got = assert_leaves_what_python_leaves(Kernel, backend, lambda: copy.deepcopy(args))
         failed += got[0] == "error"
     assert failed > seeds // 2  # most of them do raise part-way

@@ -12,11 +12,11 @@ import pytest
 
 from specializers.loopnest import LoopKernel
 from specializers.loopnest.checking import load_source
-from specializers.loopnest.checking.random_nests import make_arrays, random_nest
+from specializers.loopnest.checking.random_nests import random_nest
 from specializers.loopnest.schedule import tiling
 from specializers.loopnest.schedule.tree import STile
 
-from .helpers import close
+from .helpers import close, random_kernel
 
 
 class Gemm(LoopKernel):
@@ -139,10 +139,7 @@ def test_random_affine_nests_tiled(backend, force, seeds, minimum, monkeypatch):
     tiled = 0
     for seed in range(seeds):
         nest = random_nest(seed)
-        Kernel = load_source(nest.source)
-        values = dict(make_arrays(nest), **nest.args)
-        code = Kernel.kernel.__wrapped__.__code__
-        args = [values[p] for p in code.co_varnames[1:code.co_argcount]]
+        Kernel, args = random_kernel(nest)
         plain = copy.deepcopy(args)
         Kernel().original_kernel(*plain)
         for run in (backend, "python-shuffled"):
