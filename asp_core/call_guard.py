@@ -117,6 +117,12 @@ def make_caller(address: int, plan: Sequence[tuple], inputs: int, result_size: i
     return module.make_caller(address, tuple(plan), inputs, result_size, outputs)
 
 
+def loaded() -> bool:
+    """Whether the extension is loaded in this process (a native call costs nothing more to
+    make)."""
+    return bool(_LOADED)
+
+
 def loading() -> bool:
     """Whether the extension is on its way (its background load started, not over): a caller
     that found no guard or native call asks again later, without counting it as a refusal.

@@ -261,8 +261,8 @@ class Specializer:
     def _count_fast(self, fast: list | None) -> None:
         """Tell the selector of the calls ``fast`` ran without asking it (they count for its
         re-probing schedule: ``Selector.skipped``); told in bulk, not call by call."""
-        if fast is not None and fast[4] and fast[3] is not None:
-            calls, fast[4] = fast[4], 0
+        if fast is not None and fast[3] is not None and fast[4] != fast[1]:
+            calls, fast[4] = fast[4] - fast[1], fast[1]
             self.selector.skipped(calls)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -273,11 +273,20 @@ class Specializer:
             if guard is not None and guard(args):
                 self.guarded(fast[0])   # a warm call: the guard vouches for the signature
                 if fast[1] > 0:
-                    if fast[3] is None:   # a forced backend: nothing to choose or time
-                        self.last_estimate = self.last_measured_s = None
-                        self.last_call = fast[6]
+                    estimate = fast[3]
+                    self.last_estimate, self.last_measured_s = estimate, None
+                    self.last_call = fast[6]
+                    if estimate is None:   # a forced backend: nothing to choose or time
                         return fast[2].run(*args)
-                    return self._run_again(fast, args)
+                    # (``_run_again``, inline: the warm call of a stable choice)
+                    left = fast[1] = fast[1] - 1
+                    found = fast[2]
+                    if left & fast[7] or not found.timed:
+                        return found.run(*args)
+                    started = time.perf_counter()
+                    result = found.run(*args)
+                    self.observed(estimate, time.perf_counter() - started)
+                    return result
                 vouched = fast[0]
         if kwargs:
             return self._fallback("keyword arguments are not specialized", args, kwargs)
@@ -290,7 +299,7 @@ class Specializer:
             else:
                 sig = self.signature(args)
                 if fast is not None and fast[0] == sig and fast[1] > 0:
-                    if fast[5] is None and fast[4] & 7 == 7:   # (a long path asks too)
+                    if fast[5] is None and fast[1] & 7 == 7:   # (a long path asks too)
                         fast[5] = self._guard(sig, args)
                     return self._run_again(fast, args)
             self._count_fast(fast)   # (before the choice: a re-probe may be due)
@@ -347,14 +356,14 @@ class Specializer:
     def _run_again(self, fast: list, args: Sequence[Any]) -> Any:
         """Run the variant the last call chose again (the calls of one signature in a row
         that ``_fast_path`` allows skip the estimates and the choice, counted for the selector
-        in bulk: ``_count_fast``; one in eight of them is timed; a forced backend's calls,
-        without estimates, are not)."""
+        in bulk: ``_count_fast``; one in ``_timing_period`` of them is timed; a forced
+        backend's calls, without estimates, are not). ``__call__`` has a copy of this inline
+        for a call its guard vouched for."""
         fast[1] -= 1
-        fast[4] += 1
         found, estimate = fast[2], fast[3]
         self.last_estimate, self.last_measured_s = estimate, None
         self.last_call = fast[6]
-        if estimate is None or not found.timed or fast[4] & 7:
+        if estimate is None or not found.timed or fast[1] & fast[7]:
             return found.run(*args)
         started = time.perf_counter()
         result = found.run(*args)
@@ -529,12 +538,34 @@ GUARD_AFTER = 8
 
 #: A stable choice's fast path covers at most about this much predicted time (seconds).
 RECHOOSE_S = 5e-3
+#: What timing a call costs: two clock reads and the selector's bookkeeping (seconds; 103 and
+#: 426 ns on the development machine, as ``benchmarks.bench_selection`` measures and prints).
+TIMING_COST_S = 0.5e-6
+#: The share of a fast path's time that timing its calls may cost, on average: one call in
+#: ``_timing_period`` is timed.
+TIMING_SHARE = 0.01
+#: ...and at least one call in this many (a power of 2).
+TIMING_PERIOD_MAX = 64
+
+
+def _timing_period(seconds: float) -> int:
+    """One call in how many of a fast path predicted at ``seconds`` a call is timed: every
+    call from 50 us up; fewer below, so that timing costs at most ``TIMING_SHARE`` of the
+    calls' time, down to one in ``TIMING_PERIOD_MAX`` (a call of a microsecond: timing every
+    call would add half of its time; a variant slower than thought is still seen within a
+    few hundred calls, a fraction of a millisecond)."""
+    period = 1
+    while period < TIMING_PERIOD_MAX and period * TIMING_SHARE * seconds < TIMING_COST_S:
+        period *= 2
+    return period
 
 
 def _fast_path(sig: Hashable, found: Variant, estimate: Estimate | None, guard,
                before_probe: int = NEVER) -> list:
     """The fast path of a choice: [signature, calls left, variant, estimate (None for a forced
-    backend), calls run, guard or None, the call record].
+    backend), calls left when the selector was last told of them (``_count_fast``), guard or
+    None, the call record, the timing mask (one call in ``_timing_period`` is timed: those
+    that leave a count of calls left with no bit of the mask set)].
 
     A stable choice of the cost model (an estimate) is repeated until the selector's next
     re-probe is due (``before_probe`` calls), for at most about ``RECHOOSE_S`` of predicted
@@ -546,12 +577,14 @@ def _fast_path(sig: Hashable, found: Variant, estimate: Estimate | None, guard,
     ``_fast``: the choice may now be the new variant). Without a guard, a forced backend's
     path lasts ``FAST_CALLS`` calls (the guard is asked for when it is renewed); with one, it
     lasts until the variants are forgotten (``clear``, ``forget_backend``)."""
+    mask = 0
     if estimate is not None:
         within = int(RECHOOSE_S / estimate.seconds) if estimate.seconds > 0 else NEVER
         calls = min(before_probe, max(FAST_CALLS, within))
+        mask = _timing_period(estimate.seconds) - 1
     else:
         calls = FAST_CALLS if guard is None else NEVER
-    return [sig, calls, found, estimate, 0, guard, found.record]
+    return [sig, calls, found, estimate, calls, guard, found.record, mask]
 
 
 

@@ -68,9 +68,10 @@ SETTLE_CALLS, SETTLE_S = 40, 3.0
 
 def settle(kernel, inputs: Sequence[Any]) -> None:
     """Call ``kernel`` as a program calling it repeatedly would, until the cost model's choice
-    holds for three calls with no variant building in the background (a call that compiling
-    would not pay off for runs as Python, and compiles once the time lost says it should:
-    ``asp_core.selection``), at most ``SETTLE_CALLS`` calls or ``SETTLE_S`` seconds."""
+    holds for three calls with no variant building in the background and none waiting to be
+    built (a call that compiling would not pay off for runs as Python, and compiles once the
+    time lost says it should: ``asp_core.selection``; three such calls in a row are not a
+    choice that holds), at most ``SETTLE_CALLS`` calls or ``SETTLE_S`` seconds."""
     start, last, same = time.perf_counter(), None, 0
     for _ in range(SETTLE_CALLS):
         kernel.kernel(*copy.deepcopy(tuple(inputs)))
@@ -81,7 +82,10 @@ def settle(kernel, inputs: Sequence[Any]) -> None:
             for future in building:   # a build under way: the warm calls come after it
                 future.result()
             building = []
-        same = same + 1 if choice == last and not building else 0
+        renting = time.perf_counter() - start < SETTLE_S and any(
+            r.last_decision is not None and not r.last_decision.stable and
+            not r.last_decision.probe for r in runners)
+        same = same + 1 if choice == last and not building and not renting else 0
         last = choice
         if same >= 3:
             return

@@ -35,7 +35,7 @@ from .distributed.refusal import is_dask_collection, refuse_dask_arguments
 from .report import KernelCall, Report, explain_text, nest_call
 from .rewrite import RUN_ORIGINAL, rewrite_kernel
 from .runtime import BACKENDS, NestRunner
-from .settled import Settled, judge
+from .settled import MEASURED_SIZES, Measured, Settled, judge, sizes_of
 from .whole import LANE_MISSES, whole_nest
 
 
@@ -113,6 +113,8 @@ class _KernelState:
         self.settled: Settled | None = None
         self.settled_in = -1       # the call that settled it
         self.ran_settled = False   # the last call ran as a settled kernel (``settled``)
+        self.judge_mask = SETTLE_EVERY - 1   # judged: the calls with no bit of it set
+        self.measured: dict[tuple, Measured] = {}   # call sizes -> their calls' times
 
     # -- settling (``settled``) -------------------------------------------------------------
 
@@ -122,14 +124,31 @@ class _KernelState:
         if self.settled is settled:
             self.settled = None
             settled.release(self.runners)
+            measured = self._measured(settled.sizes)
+            measured.settled_s, measured.judgements = settled.typical_s(), 0
 
-    def settle(self, owner: "LoopKernel", args: tuple, kwargs: dict) -> None:
-        """Settle if this call's nests say it pays (``settled.judge``)."""
+    def settle(self, owner: "LoopKernel", args: tuple, kwargs: dict, seconds: float) -> None:
+        """Settle if this call (of ``seconds``) says it pays (``settled.judge``). A kernel
+        judged not to settle judges ever more rarely (every ``SETTLE_EVERY`` calls at first,
+        doubling up to every ``JUDGE_EVERY_MAX``: a judgement costs 1 to 3 us), until it
+        settles."""
         ran = [runner for index, runner in enumerate(self.runners)
                if self.ran_in[index] == self.call_id]
-        found = judge(ran, owner, args, kwargs)
+        sizes = sizes_of(owner, args)
+        found, judged = judge(ran, sizes, kwargs, self._measured(sizes), seconds)
         if found is not None:
             self.settled, self.settled_in = found, self.call_id
+            self.judge_mask = SETTLE_EVERY - 1
+        elif judged:   # (a call that probed or built judges nothing: the next one may)
+            self.judge_mask = min(2 * self.judge_mask + 1, JUDGE_EVERY_MAX - 1)
+
+    def _measured(self, sizes: tuple) -> Measured:
+        found = self.measured.get(sizes)
+        if found is None:
+            if len(self.measured) >= MEASURED_SIZES:
+                del self.measured[next(iter(self.measured))]
+            found = self.measured[sizes] = Measured()
+        return found
 
     def record(self) -> KernelCall:
         nests = []
@@ -252,8 +271,10 @@ class LoopKernel:
 _CLASSES: dict[Any, _KernelClass] = {}
 _NO_STATES: dict = {}
 #: A kernel judges whether to settle (``settled``) every SETTLE_EVERY calls (a power of 2),
-#: and on the call that ends a settlement.
+#: and on the call that ends a settlement; after each judgement that does not settle, half as
+#: often, down to every JUDGE_EVERY_MAX calls (a power of 2).
 SETTLE_EVERY = 32
+JUDGE_EVERY_MAX = 1024
 
 
 class _Unreadable:
@@ -334,11 +355,14 @@ def _dispatching_kernel(original):
                 return _CLASSES[original].run(self, original, args, kwargs)
         settled = state.settled
         if settled is not None:
+            started = time.perf_counter()
             if settled.takes(self, args, kwargs):
                 state.ran_settled = True
-                return settled.run(original, self, args, kwargs)
+                return settled.run(original, self, args, kwargs, started)
             state.unsettle(settled)
-        judge = settled is not None or not state.call_id & SETTLE_EVERY - 1
+        judge = settled is not None or not state.call_id & state.judge_mask
+        if judge:
+            started = time.perf_counter()
         state.ran_settled = False
         whole = state.kernel_class.whole
         try:
@@ -364,7 +388,7 @@ def _dispatching_kernel(original):
         finally:
             self._asp_current = state  # a kernel called inside this one (super()) is over
         if judge and self.__dict__.get("_asp_cold_ok"):
-            state.settle(self, args, kwargs)
+            state.settle(self, args, kwargs, time.perf_counter() - started)
         return result
 
     kernel._asp_wrapper = True

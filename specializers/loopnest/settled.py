@@ -27,6 +27,16 @@ otherwise report that outlier as the original code's time, and on a busy machine
 would learn to believe the original code slower than it is, and stop settling). Running the
 original code is always exact, so settling can cost time, never correctness: at most
 ``SETTLED_CALLS`` calls of a choice gone stale.
+
+**Measured, not only predicted.** The two sides of the comparison are fixed costs of a few
+hundred nanoseconds each, which the calibration measures for a typical kernel, not for this
+one (its arguments, its nests' way in): on the development machine the prediction settled
+Jacobi's 4 x 4 grid at 3.8 us a call where its nest's serial C took 3.4. So each kernel also
+measures both sides, per call sizes (``Measured``): every judged call's time (a call that
+dispatches its nests), and the median of the calls of each settlement. Where it has both, the
+measurements decide, not the predictions, for ``MEASURED_JUDGEMENTS`` judgements after the
+settlement that measured them (then the predictions decide again, and a settlement they make
+measures anew: a machine's load changes).
 """
 
 from __future__ import annotations
@@ -44,6 +54,40 @@ from .cost.machine import machine
 SETTLED_CALLS = 64
 #: A settled call slower than this many times its prediction ends the settlement.
 SLOWER = 4.0
+#: The judged calls' times kept per call sizes (their median is the dispatched side).
+DISPATCHED_SAMPLES = 5
+#: ...of which at least this many are needed before the measurements decide.
+MIN_DISPATCHED = 3
+#: A settlement's measured time decides this many judgements of its call sizes.
+MEASURED_JUDGEMENTS = 16
+#: Call sizes whose measurements a kernel keeps (the oldest is forgotten first).
+MEASURED_SIZES = 8
+
+
+@dataclass
+class Measured:
+    """What the calls of one kernel state at one call size took (seconds): the last judged
+    calls, which dispatched their nests, and the median of the last settlement's calls."""
+
+    dispatched: list = field(default_factory=list)
+    settled_s: float = 0.0    # (0.0: no settlement measured, or too long ago)
+    judgements: int = 0       # judgements since ``settled_s`` was measured
+
+    def verdict(self) -> bool | None:
+        """Whether settling is faster, as measured (None: not measured enough)."""
+        if not self.settled_s or len(self.dispatched) < MIN_DISPATCHED or \
+                self.judgements > MEASURED_JUDGEMENTS:
+            return None
+        times = sorted(self.dispatched)
+        return self.settled_s < times[len(times) // 2]
+
+
+def sizes_of(owner: Any, args: tuple) -> tuple:
+    """The call sizes of a call (its arguments' and the instance's arrays and ints): what a
+    settlement guards, and what keys its measurements."""
+    attributes = tuple((name, size) for name, value in vars(owner).items()
+                       if (size := _size(value)) is not None and not name.startswith("_asp_"))
+    return tuple(map(_size, args)), attributes
 
 
 @dataclass
@@ -61,11 +105,14 @@ class Settled:
     times: list = field(default_factory=list)   # the settled calls' times (seconds)
 
     @classmethod
-    def of(cls, owner: Any, args: tuple, seconds: float, shares: tuple = ()) -> "Settled":
-        attributes = tuple((name, size) for name, value in vars(owner).items()
-                           if (size := _size(value)) is not None
-                           and not name.startswith("_asp_"))
-        return cls(tuple(map(_size, args)), attributes, seconds, shares)
+    def of(cls, sizes: tuple, seconds: float, shares: tuple = ()) -> "Settled":
+        """The settlement of a call of ``sizes`` (``sizes_of``)."""
+        limits, attributes = sizes
+        return cls(limits, attributes, seconds, shares)
+
+    @property
+    def sizes(self) -> tuple:
+        return self.limits, self.attributes
 
     def takes(self, owner: Any, args: tuple, kwargs: dict) -> bool:
         """Whether this call may run as the original method without asking the model."""
@@ -106,11 +153,12 @@ class Settled:
         times = sorted(self.times)
         return times[len(times) // 2] if times else 0.0
 
-    def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict) -> Any:
-        """Run the original method; a call much slower than the settling one ends it."""
+    def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict,
+            started: float) -> Any:
+        """Run the original method (the call started at ``started``, before ``takes``); a
+        call much slower than the settling one ends it."""
         self.left -= 1
         self.ran += 1
-        started = time.perf_counter()
         try:
             return original(owner, *args, **kwargs)
         finally:
@@ -120,41 +168,53 @@ class Settled:
                 self.left = 0
 
 
-def judge(ran: list, owner: Any, args: tuple, kwargs: dict) -> "Settled | None":
-    """The settlement a call earns, or None: ``ran`` are the runners of the nests that ran in
-    it. No nest may be probing or building; running them all as the original code,
-    plus a settled call's own cost, must be predicted to cost less than those choices with
-    the dispatch each nest pays (see the module)."""
+def judge(ran: list, sizes: tuple, kwargs: dict, measured: Measured,
+          seconds: float) -> "tuple[Settled | None, bool]":
+    """(the settlement a call of ``sizes`` (``sizes_of``) that took ``seconds`` earns, or
+    None; whether the call was judged at all). ``ran`` are the runners of the nests that ran
+    in it. No nest may be probing or building (then the call is not judged); running them all
+    as the original code, plus a settled call's own cost, must cost less than those choices
+    with the dispatch each nest pays: as ``measured`` where every choice is stable (this
+    call's time is added to it), or where it does not tell, as predicted (see the module)."""
     if kwargs:
-        return None
+        return None, False
     m = machine()
     original = chosen = 0.0
     parts = []
+    stable = True
     for runner in ran:
         if runner._gather is None:
             continue   # (a nest rejected when analysed always runs its original code)
         decision = runner.last_decision
         if decision is None or runner.last_call.fallback is not None or \
                 decision.probe or decision.build_now or decision.build_later:
-            return None
+            return None, False
         mine = next((e for e in decision.estimates if e.label == ORIGINAL), None)
         if mine is None:
-            return None
+            return None, False
         alone = decision.corrected[ORIGINAL] - mine.fixed_s
         original += alone
         # A stable choice is the fastest predicted. Any other (the best built variant while a
         # faster one is not built, its losses adding up to pay for a build) is measured
-        # against the fastest of all, built or not: settling must beat that one too.
+        # against the fastest of all, built or not: settling must beat that one too (so the
+        # measured time of this call, of the variant built, does not decide).
+        stable &= decision.stable
         best = decision.corrected[decision.label] if decision.stable else \
             min(decision.corrected.values())
         chosen += best + m.dispatch_ns * 1e-9
         parts.append((runner, mine, alone))
     original += m.settled_call_ns * 1e-9
-    if original > chosen:
-        return None
+    verdict = None
+    if stable:
+        measured.dispatched.append(seconds)
+        del measured.dispatched[:-DISPATCHED_SAMPLES]
+        measured.judgements += 1
+        verdict = measured.verdict()
+    if not verdict if verdict is not None else original > chosen:
+        return None, True
     total = sum(alone for _, _, alone in parts) or 1.0
-    return Settled.of(owner, args, original,
-                      tuple((runner, mine, alone / total) for runner, mine, alone in parts))
+    return Settled.of(sizes, original, tuple((runner, mine, alone / total)
+                                             for runner, mine, alone in parts)), True
 
 
 def _size(value: Any) -> int | None:

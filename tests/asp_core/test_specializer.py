@@ -266,5 +266,28 @@ def test_a_stable_choice_is_repeated_until_a_reprobe_is_due_not_every_few_calls(
         spec(float(x))
     assert spec.last_call.backend == "fast"
     assert spec.asked < calls / (4 * FAST_CALLS)   # (every FAST_CALLS + 1 calls before)
-    pending = spec._fast[4] if spec._fast else 0    # (told when the fast path ends)
+    pending = spec._fast[4] - spec._fast[1] if spec._fast else 0   # (told when it ends)
     assert spec.selector._calls + pending == calls  # every call counts for re-probing
+
+
+@pytest.mark.parametrize("predicted_s, period", [(1e-6, 64), (10e-6, 8), (50e-6, 1), (1.0, 1)])
+def test_a_stable_choice_times_fewer_of_its_calls_the_shorter_they_are(predicted_s, period,
+                                                                       monkeypatch):
+    """Timing a call costs about 0.5 us (two clock reads, the selector's bookkeeping): of the
+    calls repeating a choice, every one predicted from 50 us up is timed, one in
+    ``_timing_period`` below (1% of their time at most), at least one in 64."""
+    from asp_core import specializer
+    from asp_core.selection import Estimate
+
+    assert specializer._timing_period(predicted_s) == period
+    monkeypatch.setattr(Chosen, "ESTIMATES", (Estimate("fast", predicted_s, {}),
+                                              Estimate("slower", 100 * predicted_s, {})))
+    spec = Chosen(double, config=Config())
+    timed = []
+    monkeypatch.setattr(spec, "observed", lambda estimate, seconds: timed.append(seconds))
+    calls = 2048
+    for x in range(calls):
+        spec(float(x))
+    assert spec.last_call.backend == "fast"
+    chooses = spec.asked   # (each call that chooses is timed too)
+    assert abs(len(timed) - chooses - (calls - chooses) / period) <= 2 + calls / 256

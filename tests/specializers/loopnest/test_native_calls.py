@@ -186,3 +186,22 @@ def test_a_variant_waits_for_the_extension_however_many_calls_its_load_takes(mon
     assert_same_as_python(kernel, *args)
     assert native_of(kernel) is not None
     assert_same_as_python(kernel, *args)
+
+
+def test_once_the_extension_is_loaded_a_new_variant_calls_natively_at_once():
+    """``NATIVE_AFTER`` spares a script of a few calls the extension's load; once another
+    variant loaded it, a new variant has nothing to spare: its first call is native (the
+    first calls of a variant the cost model rarely probes once took the slow path, 13 us where
+    the native call takes 1, and it was judged by them)."""
+    Strided(backend="c", strict=True).kernel(np.ones((2, 2)), np.zeros((2, 2)))
+    cg.unavailable()   # (waits for the load)
+    assert cg.loaded()
+
+    class Shift(LoopKernel):   # (its own variant: the compiled variants are shared)
+        def kernel(self, a, out):
+            for i in range(a.shape[0]):
+                out[i] = a[i] - 0.5
+
+    kernel = Shift(backend="c", strict=True)
+    assert_same_as_python(kernel, np.arange(5.0), np.zeros(5))
+    assert native_of(kernel) is not None

@@ -41,7 +41,11 @@ def warm_start():
 
 @pytest.fixture
 def params(monkeypatch):
-    """Inject machine parameters: ``params(**changes)`` (DEFAULTS otherwise)."""
+    """Inject machine parameters: ``params(**changes)`` (DEFAULTS otherwise). The kernels
+    settle as predicted from them: the measured times never decide (``measured_too`` lets
+    them)."""
+    monkeypatch.setattr(settled, "MIN_DISPATCHED", 1 << 30)
+
     def inject(**changes):
         chosen = dataclasses.replace(DEFAULTS, **changes)
         for module in (machine_module, estimates, settled):
@@ -49,6 +53,11 @@ def params(monkeypatch):
         return chosen
 
     return inject
+
+
+@pytest.fixture
+def measured_too(monkeypatch):
+    monkeypatch.setattr(settled, "MIN_DISPATCHED", 3)
 
 
 def call(kernel, n, times=1):
@@ -237,3 +246,57 @@ def test_threads_share_a_settled_kernel(params):
     for thread in threads:
         thread.join()
     assert not errors
+
+
+def test_settled_calls_measured_slower_than_dispatched_ones_end_settling(params, measured_too,
+                                                                         monkeypatch):
+    # Predicted to pay, but each settlement measures its calls at a second (injected): once
+    # three dispatched calls were timed, the measurements decide, and the kernel stops
+    # settling for MEASURED_JUDGEMENTS judgements.
+    params()
+    monkeypatch.setattr(settled.Settled, "typical_s", lambda self: 1.0)
+    kernel = Add()
+    until_settled(kernel, 4)
+    records = call(kernel, 4, 1500)
+    state = kernel._asp_current
+    (measured,) = state.measured.values()
+    assert measured.settled_s == 1.0 and len(measured.dispatched) >= settled.MIN_DISPATCHED
+    assert measured.verdict() is False
+    assert not any(r.settled for r in records[-1000:])
+    settlements = sum(1 for before, after in zip(records, records[1:])
+                      if after.settled and not before.settled)
+    assert settlements <= settled.MIN_DISPATCHED   # (one more dispatched call timed each)
+
+
+def test_measured_times_decide_both_ways(monkeypatch):
+    m = settled.Measured()
+    assert m.verdict() is None   # nothing measured: the predictions decide
+    m.dispatched[:] = [3e-6, 2e-6, 9e-6]
+    assert m.verdict() is None   # no settlement measured
+    m.settled_s = 2.5e-6
+    assert m.verdict() is True   # the median dispatched call, 3 us, is slower
+    m.settled_s = 3.5e-6
+    assert m.verdict() is False
+    m.judgements = settled.MEASURED_JUDGEMENTS + 1
+    assert m.verdict() is None   # too long ago: the predictions decide again
+
+
+def test_a_kernel_that_does_not_settle_judges_ever_more_rarely(params, monkeypatch):
+    from specializers.loopnest import kernel as kernel_module
+
+    params(dispatch_ns=0.0, settled_call_ns=1e9)   # settling never pays
+    judged = []
+    real = kernel_module.judge
+
+    def counting(*args):
+        verdict = real(*args)
+        judged.append(verdict[1])
+        return verdict
+
+    monkeypatch.setattr(kernel_module, "judge", counting)
+    kernel = Add()
+    calls = 6000
+    assert not any(r.settled for r in call(kernel, 4, calls))
+    assert kernel._asp_current.judge_mask == kernel_module.JUDGE_EVERY_MAX - 1
+    # every 32 calls at first, then 64, 128, ... 1024: about a dozen, not 6000 / 32
+    assert sum(judged) <= 6 + calls // kernel_module.JUDGE_EVERY_MAX + 2
