@@ -535,6 +535,10 @@ class _Lowering(NodeVisitor):
         arrays = {p: self._array_argument(a) for p, a in zip(helper.params, node.args)}
         self.inlined.append(_Inlined(helper, values, arrays))
         try:
+            for check in helper.checks:   # (a local value a path may not use: its errors)
+                self.next_temp += 1
+                temp = d.Var(f"{ARGUMENT_PREFIX}{self.next_temp}", loc=self.loc(check))
+                self.pending.append(self.assign(check, temp, self.expr(check), None))
             return self.expr(helper.body)
         finally:
             self.inlined.pop()
