@@ -59,7 +59,7 @@ from asp_core.cache import stable_key
 from asp_core.errors import UnsupportedArgument
 from asp_core.templates import render
 
-from ..schedule.tree import Schedule, SLoop
+from ..schedule.tree import Schedule, SLoop, statement_ids
 from .c import _BEYOND_INT64, Argument, CEmitter, CModuleBuilder, Output, c_order_accessor
 from .cexpr import c_identifier, ctype
 from .device_layout import Axis, DeviceLayout
@@ -348,7 +348,8 @@ class DeviceModuleBuilder(CModuleBuilder):
                     kernels.append(kernel)
                     bodies.append(body)
                 continue
-            kernel, body = self._grid_kernel(name, node, band, self.layout.axes(band))
+            kernel, body = self._grid_kernel(name, node, band,
+                                             self.layout.axes(band, statement_ids(node)))
             if host is not None:
                 kernel = dataclasses.replace(
                     kernel, host_loop=Axis(host.lid, -1, self.loops[host.lid].var))

@@ -27,6 +27,7 @@ work per thread from it, so both see the same kernels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from .. import dast as d
 from ..schedule.tree import SLoop, SStmt, statement_ids
@@ -196,13 +197,15 @@ class DeviceLayout:
         return any(isinstance(n, d.Var) and n.name in names
                    for bound in (loop.start, loop.stop, loop.step) for n in bound.walk())
 
-    def axes(self, band: tuple[d.Loop, ...]) -> tuple[Axis, ...]:
+    def axes(self, band: tuple[d.Loop, ...], sids: Sequence[int]) -> tuple[Axis, ...]:
         """The band's loops on grid axes: x for the loop walking the last subscript of the most
-        accesses with coefficient +-1 (ties: the innermost), then the others outermost first."""
+        accesses with coefficient +-1 (ties: the innermost), among the accesses of the
+        kernel's own statements ``sids`` (a sibling kernel's accesses say nothing of this
+        one's strides), then the others outermost first."""
         def unit_last(loop: d.Loop) -> int:
             count = 0
-            for info in self.analysis.access.statements:
-                for acc in info.accesses:
+            for sid in sids:
+                for acc in self.analysis.access.statement(sid).accesses:
                     if acc.index:
                         last = acc.index[-1]
                         if isinstance(last, d.Var) and last.name == loop.var:

@@ -199,6 +199,27 @@ def test_a_parallel_band_maps_onto_the_grid_with_the_last_subscript_on_x():
     assert "get_global_id(0)" in module.source and "get_global_id(1)" in module.source
 
 
+class TwoSweeps(LoopKernel):
+    """Under a time loop, a sweep walking rows along j, then one walking columns along i."""
+
+    def kernel(self, A, B, C, D, steps, n):
+        for t in range(steps):
+            for i in range(n):
+                for j in range(n):
+                    B[i, j] = A[i, j] + 1.0
+            for i in range(n):
+                for j in range(n):
+                    C[j, i] = B[j, i] + D[j, i]
+
+
+def test_each_kernel_puts_on_x_the_loop_its_own_accesses_walk():
+    # (every kernel once counted the accesses of the whole nest: both got x = i)
+    args = tuple(np.ones((8, 8)) for _ in range(4)) + (2, 8)
+    module = _module(TwoSweeps, args)
+    assert [[(a.var, a.axis) for a in k.axes] for k in module.kernels] == \
+        [[("j", 0), ("i", 1)], [("i", 0), ("j", 1)]]
+
+
 def test_a_reduction_runs_on_lanes_then_one_combining_work_item():
     module = _module(Sum, (np.arange(10.0), 10))
     assert [(bool(k.axes), k.reduced, k.combine) for k in module.kernels] == \
