@@ -54,6 +54,11 @@ REDUCTION_GROUPS = 32
 REDUCTION_LANES = REDUCTION_GROUPS * GROUP_SIZE
 
 
+#: More work items at once than any device runs (an H100: 132 multiprocessors of 2048
+#: resident threads, 270,336): a stored calibration claiming more is noise, and redone.
+MAX_LANES = 1 << 20
+
+
 @dataclass(frozen=True)
 class DeviceParams:
     """One device's parameters; times in nanoseconds unless named otherwise."""
@@ -117,6 +122,9 @@ class DeviceParams:
         if self.lanes < 1 or self.units < 1 or self.lane_scale <= 0 or \
                 min(self.bandwidth, self.cache_bandwidth, self.upload_bw, self.download_bw) <= 0:
             raise ValueError("device lanes, lane scale and bandwidths must be positive")
+        if self.lanes > MAX_LANES:
+            raise ValueError(f"{self.lanes:.0f} lanes: more than any device runs at once "
+                             f"({MAX_LANES}; a noisy calibration)")
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ Times are the best of a few runs (``timing.best_per_unit``). ``measure(backend)`
 
 from __future__ import annotations
 
+import math
+
 import threading
 import time
 from dataclasses import dataclass
@@ -44,6 +46,10 @@ LARGE = 1 << 23
 COPIED = 1 << 20
 #: Calls before the timed ones (the allocators of the host and the driver settle).
 WARMUP = 3
+#: The most work items a compute unit can run at once: a CPU core's SIMD lanes (16 floats
+#: of AVX-512) times a few for hyperthreads and interleaving; a GPU multiprocessor's resident
+#: threads (2048 on NVIDIA's recent ones). A measured figure above it is noise.
+LANES_PER_UNIT = {"cpu": 64, "gpu": 2048}
 
 
 def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams:
@@ -55,7 +61,9 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
         return best_per_unit({k: (_calls(*v), 1) for k, v in cases.items()}, repeats)
 
     lane_scale, simple_ns = _lane_scale(backend, m, timed)
-    lanes = _lanes(backend, timed, target=0.002 if quick else 0.005)
+    per_unit = LANES_PER_UNIT["cpu" if facts.cpu else "gpu"]
+    lanes = _lanes(backend, timed, target=0.002 if quick else 0.005,
+                   limit=facts.compute_units * per_unit if facts.compute_units else math.inf)
     sweeps = _sweeps(backend, timed, facts.cache_bytes, count=200 if quick else 1000)
     transfer_ns = _transfer_ns(backend, repeats)
     # a call with no launch: the dispatcher, four copies (y and x up and back), the rest
@@ -85,11 +93,11 @@ def _lane_scale(backend: str, m: MachineParams, timed) -> tuple[float, float]:
     return lane / _model_ns(chain[("c", big)][0], m), simple_ns
 
 
-def _lanes(backend: str, timed, target: float) -> float:
+def _lanes(backend: str, timed, target: float, limit: float = math.inf) -> float:
     """The work items the device runs at once: ``DeviceWide`` with one work item busy for
     ``target`` seconds beyond the call's fixed cost, then the same work spread over more and
     more work items (a device may run one work-group per compute unit, so the few items of a
-    small grid share one): the best ratio seen."""
+    small grid share one): the best ratio seen, at most ``limit`` (``LANES_PER_UNIT``)."""
     def wide(items: int, steps: int) -> float:
         return timed({0: (DeviceWide(backend=backend, strict=True),
                           (np.ones(items), 0.999, steps))})[0]
@@ -106,9 +114,12 @@ def _lanes(backend: str, timed, target: float) -> float:
     while items <= (1 << 20) and steps * 2 // items >= 1:
         spread = max(1, steps * 2 // items)
         seconds = wide(items, spread) - base
-        lanes = max(lanes, items * spread / steps * work / max(seconds, 1e-9))
+        if seconds > 0:   # (else lost in the noise of the call's fixed cost: no answer)
+            # ``items`` work items run ``items`` at once at most: a ratio beyond that is
+            # noise too (a calibration once stored 10 million lanes for two CPU cores)
+            lanes = max(lanes, min(items, items * spread / steps * work / seconds))
         items *= 2
-    return lanes
+    return min(lanes, limit)
 
 
 def _sweeps(backend: str, timed, cache_bytes: int, count: int) -> dict[str, float]:

@@ -170,12 +170,39 @@ def test_a_cpu_device_is_never_priced_below_the_cpu_variants(device_store):
 def test_parameters_round_trip_and_reject_nonsense():
     assert DeviceParams.from_json(json.loads(json.dumps(DEVICE.to_json()))) == DEVICE
     for bad in ({"lanes": 0.5}, {"bandwidth": -1.0}, {"launch_ns": math.nan},
-                {"device": 3}, {"host_memory": 1}):
+                {"device": 3}, {"host_memory": 1}, {"lanes": 10314028.0}):
         with pytest.raises(ValueError):
             DeviceParams.from_json({**DEVICE.to_json(), **bad})
     with pytest.raises(ValueError):
         DeviceParams.from_json({**DEVICE.to_json(), "extra": 1})
     assert DEVICE.lambda_x == pytest.approx(5000.0 / (1.0 * 2.0 / 64.0))
+
+
+def test_the_lanes_probe_takes_no_noise_for_speed():
+    """A spread run timed at or below the fixed cost of a call (noise) says nothing; no run
+    says more than its work items can run at once, and the device's limit caps the rest (the
+    quick calibration once stored 10 million lanes for PoCL's two CPU cores)."""
+    from specializers.loopnest.cost import device_probes
+
+    base, per_step, lanes_true = 1e-3, 1e-9, 2
+
+    def timed_with(noise):
+        def timed(cases):
+            ((_, (_, args)),) = cases.items()
+            items, _, steps = args
+            items = len(items)
+            if steps == 0:
+                return {0: base}
+            if items in noise:
+                return {0: base + noise[items]}
+            return {0: base + items * steps * per_step / min(items, lanes_true)}
+        return timed
+
+    below = timed_with({8: -1e-7})            # faster than no work at all
+    assert device_probes._lanes("opencl", below, target=0.002) == pytest.approx(lanes_true)
+    sliver = timed_with({16: 1e-12})          # a sliver above it: at most 16 lanes...
+    assert device_probes._lanes("opencl", sliver, target=0.002) == 16
+    assert device_probes._lanes("opencl", sliver, target=0.002, limit=4.0) == 4.0  # ...or 4
 
 
 def test_cuda_parameters_from_the_device_attributes():
