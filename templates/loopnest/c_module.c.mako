@@ -3,7 +3,8 @@
   per array, and the entry function returning a struct with the error record and the final
   values of the scalars the kernel reads afterwards. Context: header, variant, key, entry,
   out_type, out_fields, params, accessors, prologue, body, epilogue (lists of lines, the body
-  already indented below the function's level), stops (whether the body jumps to asp_stop
+  already indented below the function's level), functions (lines of functions the body calls:
+  an OpenMP region's blocks, ``codegen.openmp._outline``), stops (whether the body jumps to asp_stop
   after an error), simd_functions ((C function, C type, arity) to wrap with SIMD clones).
 </%doc>\
 /* ${header}
@@ -82,6 +83,12 @@ __attribute__((noinline)) static ${ctype} asp_simd_${name}(${", ".join(f"{ctype}
 % for line in accessors:
 ${line}
 % endfor
+% if functions:
+
+% for line in functions:
+${line}
+% endfor
+% endif
 
 typedef struct {
     asp_error err;

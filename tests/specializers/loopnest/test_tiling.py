@@ -203,16 +203,19 @@ def _module(cls, args, monkeypatch, force, backend="c"):
 def test_gemm_blocks_are_unrolled_and_jammed_and_sum_in_pythons_order(backend, n,
                                                                         monkeypatch):
     """In each block, four iterations of k at a time update one C[i, j] in a register, in
-    k's order, then the block's last ones one at a time: the sums are Python's, bit for bit
-    (blocks of 6 leave 1 or 5 iterations of k to the remainder)."""
+    k's order, for two rows i at a time (each B[k, j] loaded once for both), then the block's
+    last ones one at a time: the sums are Python's, bit for bit (blocks of 6 leave 1 or 5
+    iterations of k, and 1 row at n = 13, to the remainders)."""
     args = _gemm_args(n)
     want = copy.deepcopy(args)
     Gemm().original_kernel(*want)
     got = copy.deepcopy(args)
     module = _module(Gemm, got, monkeypatch, 6, backend)
-    assert "asp_jam_k" in module.source and module.tiles
-    assert module.jams == ("k unrolled by 4 and jammed into j (the element it writes stays in a "
-                           "register across k)",)
+    assert "asp_jam_k" in module.source and "asp_jam_i" in module.source and module.tiles
+    assert module.jams == (
+        "i unrolled by 2 and jammed into j too (each B element read there serves 2 iterations "
+        "of i)",
+        "k unrolled by 4 and jammed into j (the element it writes stays in a register across k)")
     assert np.array_equal(got[2], want[2])
 
 
@@ -293,3 +296,44 @@ def test_random_contractions_jammed_in_blocks(backend, monkeypatch):
         assert np.array_equal(got[2], want[2]), source
         jammed += "asp_jam_" in module.source
     assert jammed >= cases // 3, jammed
+
+
+class IntProducts(LoopKernel):
+    """Python ints in a tiled band: its arithmetic is checked against the 64-bit range."""
+
+    def kernel(self, A, C, n):
+        for i in range(n):
+            for j in range(n):
+                for k in range(n):
+                    C[i, j] = C[i, j] + A[i, k] * (i * k * j)
+
+
+def test_a_shared_tiled_bands_blocks_run_in_a_function_of_their_own(monkeypatch):
+    """OpenMP: a thread's blocks of a tiled band run in a function whose pointers are
+    ``restrict`` parameters (GCC drops ``restrict`` in an OpenMP region's outlined body),
+    the time loop of ``TimeLoop`` among the band's loops too. Python's results, bit for bit;
+    the outlined function's 64-bit checks still count."""
+    args = _gemm_args(11)
+    want = copy.deepcopy(args)
+    Gemm().original_kernel(*want)
+    got = copy.deepcopy(args)
+    module = _module(Gemm, got, monkeypatch, 4, "openmp")
+    assert "static void asp_block_0(double * restrict A" in module.source
+    assert np.array_equal(got[2], want[2])
+
+    rng = np.random.default_rng(8)
+    args = [rng.random((7, 7)), np.zeros((7, 7)), 3, 7]
+    want = copy.deepcopy(args)
+    TimeLoop().original_kernel(*want)
+    got = copy.deepcopy(args)
+    module = _module(TimeLoop, got, monkeypatch, 3, "openmp")
+    assert module.tiles and "asp_block_0(" in module.source
+    assert np.array_equal(got[1], want[1])
+
+    args = [rng.integers(-9, 9, (6, 6)), np.zeros((6, 6), dtype=np.int64), 6]
+    want = copy.deepcopy(args)
+    IntProducts().original_kernel(*want)
+    got = copy.deepcopy(args)
+    module = _module(IntProducts, got, monkeypatch, 4, "openmp")
+    assert "asp_block_0" in module.source and module.beyond_int64
+    assert np.array_equal(got[1], want[1])
