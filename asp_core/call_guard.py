@@ -160,18 +160,16 @@ def _load_now() -> None:
     # Loading waits on files and the compiler, each time giving up the GIL; a calling thread
     # busy in Python would keep it for a whole switch interval (5 ms) every time (see the
     # background builds in asp_core.specializer).
-    from .specializer import BUILD_SWITCH_INTERVAL
+    from .specializer import fast_switching
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, BUILD_SWITCH_INTERVAL))
     try:
-        _LOADED.append(_load())
+        with fast_switching():
+            _LOADED.append(_load())
     except Exception as exc:  # noqa: BLE001 - any failure leaves the Python path in use
         _WHY_NOT.append(f"{type(exc).__name__}: {exc}")
         log.info("call guards are not available (warm calls check their arguments in "
                  "Python): %s", _WHY_NOT[0])
     finally:
-        sys.setswitchinterval(interval)
         _READY.set()
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import contextlib
 import sys
 import threading
 import time
@@ -329,7 +330,13 @@ class Specializer:
 
     def _run_selected(self, sig: Hashable, args: Sequence[Any], kwargs: dict,
                       estimates: Sequence[Estimate]) -> Any:
-        """Run the variant the selector chooses among ``estimates``, timing the call."""
+        """Run the variant the selector chooses among ``estimates``, timing the call. While a
+        background job runs (a build, the call guards' load: ``fast_switching``), each such
+        call first gives up the GIL (``time.sleep(0)``): a short switch interval was not
+        enough on every machine, and a build of 0.1 s took 15 s beside a caller running the
+        original code in a loop (each of its GIL waits lost to the caller; 1 us a call)."""
+        if _SWITCHING_USERS[0]:
+            time.sleep(0)
         offered = self._offered
         if estimates is offered[0]:   # a warm call: the same estimates as the last one
             left = offered[1]
@@ -424,11 +431,11 @@ class Specializer:
         self.selector.building(label, True)
 
         def build() -> None:
-            interval = sys.getswitchinterval()
             # A build waits on the compiler and on many small file operations, each giving
             # up the GIL; a calling thread busy in Python code then keeps it for the whole
             # switch interval (5 ms) every time, and a build that takes 0.1 s alone took 2 s.
-            sys.setswitchinterval(min(interval, BUILD_SWITCH_INTERVAL))
+            switching = fast_switching()
+            switching.__enter__()
             try:
                 try:
                     found: Variant | _Failure = self.build(label, sig, args)
@@ -439,7 +446,7 @@ class Specializer:
             except Exception:  # noqa: BLE001 - a bug: logged; the next build raises it again
                 log.exception("%s: building %s in the background failed", self.name, label)
             finally:
-                sys.setswitchinterval(interval)
+                switching.__exit__(None, None, None)
                 self._building.pop(key, None)
                 self.selector.building(label, False)
                 self._end_fast()   # the next call chooses again, the new variant offered
@@ -527,6 +534,29 @@ def _background() -> ThreadPoolExecutor:
 #: 128-element vector addition, beside a loop calling it as Python, took 5.6 s at 0.2 ms,
 #: 1.6 s at 0.1 ms and 0.2 s at 50 us or 20 us (0.17 s alone; ``benchmarks.bench_calls``).
 BUILD_SWITCH_INTERVAL = 5e-5
+_SWITCHING = threading.Lock()
+_SWITCHING_USERS = [0, 0.0]   # background jobs under BUILD_SWITCH_INTERVAL, the interval before
+
+
+@contextlib.contextmanager
+def fast_switching():
+    """``BUILD_SWITCH_INTERVAL`` while the block runs (a background job), the interval from
+    before once the last such job is over. Counted, not saved per job: two jobs that
+    overlapped each restored the interval it found, so the one that started second and ended
+    first put the default 5 ms back while the other still ran (a build beside the call-guard
+    extension's load took 15 s instead of 0.2, each of its GIL waits 5 ms)."""
+    with _SWITCHING:
+        if not _SWITCHING_USERS[0]:
+            _SWITCHING_USERS[1] = sys.getswitchinterval()
+            sys.setswitchinterval(min(_SWITCHING_USERS[1], BUILD_SWITCH_INTERVAL))
+        _SWITCHING_USERS[0] += 1
+    try:
+        yield
+    finally:
+        with _SWITCHING:
+            _SWITCHING_USERS[0] -= 1
+            if not _SWITCHING_USERS[0]:
+                sys.setswitchinterval(_SWITCHING_USERS[1])
 #: Calls of one signature in a row that run the last choice without choosing again (at least:
 #: ``_fast_path``).
 FAST_CALLS = 8

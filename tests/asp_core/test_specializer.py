@@ -291,3 +291,48 @@ def test_a_stable_choice_times_fewer_of_its_calls_the_shorter_they_are(predicted
     assert spec.last_call.backend == "fast"
     chooses = spec.asked   # (each call that chooses is timed too)
     assert abs(len(timed) - chooses - (calls - chooses) / period) <= 2 + calls / 256
+
+
+def test_overlapping_background_jobs_keep_the_short_switch_interval_until_the_last_ends(
+        monkeypatch):
+    """A build and the call guards' load overlap: the interval goes back to what it was only
+    when both are over (each once restored the interval it found: the one that started second
+    and ended first put the default back while the other still ran)."""
+    import sys
+
+    from asp_core import specializer
+    from asp_core.specializer import BUILD_SWITCH_INTERVAL, fast_switching
+
+    monkeypatch.setattr(specializer, "_SWITCHING_USERS", [0, 0.0])  # (another test's builds)
+    before = sys.getswitchinterval()
+    first, second = fast_switching(), fast_switching()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)   # the first to start ends first...
+    try:
+        assert sys.getswitchinterval() == pytest.approx(min(before, BUILD_SWITCH_INTERVAL))
+    finally:
+        second.__exit__(None, None, None)  # ...the interval comes back with the last
+    assert sys.getswitchinterval() == pytest.approx(before)
+
+
+def test_calls_that_choose_give_up_the_gil_while_a_background_job_runs(monkeypatch):
+    """A caller busy in Python kept the GIL from a background build (0.1 s alone, 15 s beside
+    a loop calling the kernel): each call that chooses gives it up first while one runs."""
+    import time as time_module
+
+    from asp_core import specializer
+    from asp_core.specializer import fast_switching
+
+    monkeypatch.setattr(specializer, "_SWITCHING_USERS", [0, 0.0])  # (another test's builds)
+    yields = []
+    monkeypatch.setattr(time_module, "sleep", lambda seconds: yields.append(seconds))
+    spec = Chosen(double, config=Config())
+    spec._fast = None
+    spec(1.0)
+    assert yields == []
+    with fast_switching():
+        for x in range(3):
+            spec._fast = None   # (each call chooses)
+            assert spec(float(x)) == ("variant", "fast", 2.0 * x)
+    assert yields == [0, 0, 0]
