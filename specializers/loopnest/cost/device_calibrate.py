@@ -34,7 +34,7 @@ from .device import DeviceParams
 log = logging.getLogger("asp.loopnest.calibrate")
 
 RECORD = "loopnest-device"
-FORMAT = 2   # 2: host_memory
+FORMAT = 3   # 2: host_memory; 3: init_s measured in a new process where this one used the device
 #: The device backends the cost model may offer, and the package each needs.
 PACKAGES = {"opencl": "pyopencl", "cuda": "pycuda"}
 
