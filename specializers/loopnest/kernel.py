@@ -145,8 +145,8 @@ class _KernelState:
     def _measured(self, sizes: tuple) -> Measured:
         found = self.measured.get(sizes)
         if found is None:
-            if len(self.measured) >= MEASURED_SIZES:
-                del self.measured[next(iter(self.measured))]
+            if len(self.measured) >= MEASURED_SIZES:   # (the oldest; threads may race)
+                self.measured.pop(next(iter(self.measured), None), None)
             found = self.measured[sizes] = Measured()
         return found
 
