@@ -5,7 +5,9 @@ OpenMP, side by side in one run, and nvcc's register report for the generated CU
 
 Per example, at one mid-to-large size, every variant is called in turn in each round (warm:
 built and called once before), a burst of calls per turn; the best call of all rounds is
-reported, and the ratios to OpenMP. The first call of the OpenCL variant (its build by the
+reported, and the ratios to OpenMP. Then the cost of one iteration of a host-driven time
+loop (two launches), with OpenCL's compiled host loop, with the loop in Python, and under the
+CUDA emulation. The first call of the OpenCL variant (its build by the
 device compiler, counted) is reported apart, and so is the cost model's prediction for the
 OpenCL variant's call (the sum over the nests of its ``opencl`` estimate, from this
 machine's device calibration, ``cost.device_calibrate``) over the time measured. The second table compiles the CUDA of each nest
@@ -32,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from asp_core.selection import _s
+from specializers.loopnest import LoopKernel
 from benchmarks.selection_worker import CASES, _example
 
 #: The size each example runs at (its ``n``): OpenMP takes about 1 to 50 ms there.
@@ -79,6 +82,53 @@ def time_examples(names: list[str], rounds: int) -> list[dict]:
                      "opencl_first_s": first["opencl"],
                      "opencl_predicted_s": predicted(cls, inputs, "opencl")})
     return rows
+
+
+class TwoSweeps(LoopKernel):
+    """A time loop around two sibling sweeps that do not fuse (the second reads its row's
+    neighbours): the host launches two kernels per iteration."""
+
+    def kernel(self, a, b, steps, n):
+        for t in range(steps):
+            for i in range(n):
+                b[i] = a[i] * 0.5 + 1.0
+            for i in range(1, n - 1):
+                a[i] = b[i - 1] + b[i + 1]
+
+
+#: Host-loop iterations timed (the difference of two runs: the fixed cost of a call cancels).
+HOST_STEPS = (100, 1100)
+
+
+def host_loop_cost(rounds: int) -> dict[str, float]:
+    """Seconds per iteration of ``TwoSweeps``' host loop on 16 elements (the kernels do almost
+    nothing: the launches are the cost), for OpenCL with its compiled host loop, OpenCL with
+    the loop in Python (the compiled one switched off), and emulated CUDA (a Python loop):
+    the best of ``rounds`` of each, from the difference of two runs of ``HOST_STEPS``."""
+    from asp_core.backends import opencl
+
+    def per_iteration(backend: str) -> float:
+        kernel = TwoSweeps(backend=backend, strict=True)
+        a, b = np.ones(16), np.zeros(16)
+        kernel.kernel(a, b, HOST_STEPS[0], 16)   # built, its first use paid
+        best = {steps: float("inf") for steps in HOST_STEPS}
+        for _ in range(rounds):
+            for steps in HOST_STEPS:
+                a, b = np.ones(16), np.zeros(16)
+                t0 = time.perf_counter()
+                kernel.kernel(a, b, steps, 16)
+                best[steps] = min(best[steps], time.perf_counter() - t0)
+        return (best[HOST_STEPS[1]] - best[HOST_STEPS[0]]) / (HOST_STEPS[1] - HOST_STEPS[0])
+
+    costs = {"opencl, compiled host loop": per_iteration("opencl")}
+    available = opencl.host_loop_available
+    opencl.host_loop_available = lambda: False
+    try:
+        costs["opencl, loop in Python"] = per_iteration("opencl")
+    finally:
+        opencl.host_loop_available = available
+    costs["cuda-emulated, loop in Python"] = per_iteration("cuda-emulated")
+    return costs
 
 
 def predicted(cls, inputs, label: str) -> float | None:
@@ -190,6 +240,11 @@ def main(argv: list[str] | None = None) -> dict:
         lines.append(f"model/opencl (predicted over measured): geomean "
                      f"{float(np.exp(np.mean(np.log(errors)))):.2f}, from {min(errors):.2f} to "
                      f"{max(errors):.2f}")
+    lines.append("host loop, per iteration of a time loop launching two kernels on 16 "
+                 "elements (difference of 100 and 1100 iterations):")
+    host = host_loop_cost(args.rounds)
+    for label, seconds in host.items():
+        lines.append(f"  {label:32} {_s(seconds):>10}")
     lines.append(f"load average at end: {_load()}")
     if shutil.which("nvcc"):
         lines.append("")
@@ -203,7 +258,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(text)
     if args.out:
         args.out.with_suffix(".txt").write_text(text + "\n")
-    return {"rows": rows, "geomean": geomean}
+    return {"rows": rows, "geomean": geomean, "host_loop_s": host}
 
 
 if __name__ == "__main__":
