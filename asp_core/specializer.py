@@ -22,9 +22,9 @@ to a folder.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-import contextlib
 import sys
 import threading
 import time
@@ -434,19 +434,17 @@ class Specializer:
             # A build waits on the compiler and on many small file operations, each giving
             # up the GIL; a calling thread busy in Python code then keeps it for the whole
             # switch interval (5 ms) every time, and a build that takes 0.1 s alone took 2 s.
-            switching = fast_switching()
-            switching.__enter__()
             try:
-                try:
-                    found: Variant | _Failure = self.build(label, sig, args)
-                except FALLBACK_ERRORS as exc:
-                    found = _Failure(label, describe(exc), exc)
-                self._variants.put(key, found)  # whole: a call never sees it half-built
-                self._build_count += 1
+                with fast_switching():
+                    try:
+                        found: Variant | _Failure = self.build(label, sig, args)
+                    except FALLBACK_ERRORS as exc:
+                        found = _Failure(label, describe(exc), exc)
+                    self._variants.put(key, found)  # whole: a call never sees it half-built
+                    self._build_count += 1
             except Exception:  # noqa: BLE001 - a bug: logged; the next build raises it again
                 log.exception("%s: building %s in the background failed", self.name, label)
             finally:
-                switching.__exit__(None, None, None)
                 self._building.pop(key, None)
                 self.selector.building(label, False)
                 self._end_fast()   # the next call chooses again, the new variant offered

@@ -73,6 +73,12 @@ class Measured:
     settled_s: float = 0.0    # (0.0: no settlement measured, or too long ago)
     judgements: int = 0       # judgements since ``settled_s`` was measured
 
+    def record(self, seconds: float) -> None:
+        """A judged call took ``seconds``."""
+        self.dispatched.append(seconds)
+        del self.dispatched[:-DISPATCHED_SAMPLES]
+        self.judgements += 1
+
     def verdict(self) -> bool | None:
         """Whether settling is faster, as measured (None: not measured enough)."""
         if not self.settled_s or len(self.dispatched) < MIN_DISPATCHED or \
@@ -206,11 +212,10 @@ def judge(ran: list, sizes: tuple, kwargs: dict, measured: Measured,
     original += m.settled_call_ns * 1e-9
     verdict = None
     if stable:
-        measured.dispatched.append(seconds)
-        del measured.dispatched[:-DISPATCHED_SAMPLES]
-        measured.judgements += 1
+        measured.record(seconds)
         verdict = measured.verdict()
-    if not verdict if verdict is not None else original > chosen:
+    settles = original <= chosen if verdict is None else verdict
+    if not settles:
         return None, True
     total = sum(alone for _, _, alone in parts) or 1.0
     return Settled.of(sizes, original, tuple((runner, mine, alone / total)

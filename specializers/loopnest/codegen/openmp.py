@@ -43,7 +43,7 @@ from .. import dast as d
 from ..schedule.tree import SLoop, SStmt, STile, perfect_chain
 from .c import CEmitter, CModuleBuilder
 from .cexpr import c_identifier, ctype
-from .device_layout import combination, identity
+from .device_layout import combination, identity, loop_ids
 from .ranges import SMALL
 
 _OPS = {"+": "+", "*": "*", "max": "max", "min": "min"}
@@ -252,7 +252,7 @@ class OpenMPEmitter(CEmitter):
         names = {"asp_nthreads", "asp_out"}
         for name in self.b.names.scalars + self.b.names.temps:
             names |= {c_identifier(name), f"asp_w_{c_identifier(name)}"}
-        inside = set(_loops_under(node))
+        inside = set(loop_ids(node))
         for lid, loop in self.b.loops.items():
             if lid in inside:
                 continue
@@ -788,15 +788,6 @@ def _contains_parallel(node: SLoop, small: frozenset[int] = frozenset()) -> bool
     """Whether ``node`` holds a loop the OpenMP variant shares among threads."""
     return any(isinstance(c, SLoop) and (c.parallel and c.lid not in small or
                                          _contains_parallel(c, small)) for c in node.body)
-
-
-def _loops_under(node):
-    """The loops (their lids) of a schedule node and those inside it."""
-    if isinstance(node, SStmt):
-        return
-    yield node.lid
-    for child in node.body:
-        yield from _loops_under(child)
 
 
 def _band_under(node: STile) -> list[SLoop]:

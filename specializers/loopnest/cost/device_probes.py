@@ -24,8 +24,8 @@ Times are the best of a few runs (``timing.best_per_unit``). ``measure(backend)`
 
 from __future__ import annotations
 
+import importlib
 import math
-
 import threading
 import time
 from dataclasses import dataclass
@@ -227,26 +227,19 @@ def _fresh(args: tuple) -> tuple:
 def _init(backend: str) -> float:
     """Seconds of the device's first use in a process (importing its package, finding the
     device, making the context): here where this is it, else in a new process (a calibration
-    in a process that has used the device already once took a guess of half a second, 0.08 s
+    in a process that had used the device once took a guess of half a second, 0.12 s
     measured here on PoCL, and the model never offered OpenCL to a first call although PoCL
     builds faster than the C compiler; else ``INIT_GUESS_S``)."""
-    if backend == "opencl":
-        from asp_core.backends import opencl
-
-        if not opencl.initialized():
-            started = time.perf_counter()
-            opencl.device()
-            return time.perf_counter() - started
-    else:
-        from asp_core.backends import cuda
-
-        if not cuda.initialized():
-            started = time.perf_counter()
-            cuda.cuda_context()
-            return time.perf_counter() - started
-    return _init_in_new_process(backend)
+    module = importlib.import_module(f"asp_core.backends.{backend}")
+    if module.initialized():
+        return _init_in_new_process(backend)
+    started = time.perf_counter()
+    getattr(module, _SET_UP[backend])()
+    return time.perf_counter() - started
 
 
+#: The call that sets a device up, per backend module.
+_SET_UP = {"opencl": "device", "cuda": "cuda_context"}
 #: A device's first use in a process where it cannot be measured (seconds).
 INIT_GUESS_S = 0.5
 _FIRST_USE = """
@@ -263,13 +256,12 @@ def _init_in_new_process(backend: str) -> float:
     import os
     import subprocess
     import sys
+    from pathlib import Path
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))
+    root = str(Path(__file__).resolve().parents[3])   # (where asp_core is)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-    script = _FIRST_USE.format(backend=backend,
-                               call="device" if backend == "opencl" else "cuda_context")
+    script = _FIRST_USE.format(backend=backend, call=_SET_UP[backend])
     times = []
     for _ in range(2):
         try:
