@@ -429,6 +429,13 @@ def _load_ffi_module(entry: Path, name: str) -> Any:
     return module.ffi
 
 
+def initialized() -> bool:
+    """Whether this process has loaded a compiled module already (the first load pays for
+    cffi's modules and the code generation's: ``cost.first_use`` of the loop-nest
+    specializer)."""
+    return bool(_LOADED)
+
+
 def compile_c(source: str, cdef: str, *, name: str = "module", openmp: bool = False,
               compiler: CCompiler | None = None, cache: DiskCache | None = None,
               what: str | None = None) -> CModule:

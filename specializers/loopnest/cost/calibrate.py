@@ -87,7 +87,13 @@ def measure(quick: bool = False, progress: Progress | None = None) -> MachinePar
     values.update(overhead_probes.measure_calls(quick, compiled=module is not None))
     step(5)
     if module is not None:
-        values.update(overhead_probes.measure_compile(quick))
+        values.update(overhead_probes.measure_compile(quick, openmp))
+        if not quick:   # (new processes: seconds; a quick calibration keeps the default)
+            from . import first_use
+
+            first = first_use.measure("c")
+            if first is not None:
+                values["compile_first_s"] = first
     report(len(STEPS), len(STEPS), "done")
     seconds = time.perf_counter() - started
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0

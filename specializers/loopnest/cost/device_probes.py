@@ -16,7 +16,9 @@ once per machine (its section 3.4):
   copies of 8 bytes;
   ``call_ns``: a call with no launch, less the dispatcher's own cost and its array copies;
 * ``build_s``: building ``DeviceWide``'s program once more, under a new name; ``init_s``: the
-  device's first use in this process (the driver, a context), where the calibration is it.
+  device's first build in a new process beyond a later one (``first_use``: the driver, a
+  context, the device code generation's modules and templates), as serial C's is measured; a
+  quick calibration measures the driver and context only (``_init``).
 
 Times are the best of a few runs (``timing.best_per_unit``). ``measure(backend)`` raises
 ``BackendUnavailable`` where the backend has no device here.
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import first_use
 from .device import DeviceParams
 from .machine import MachineParams
 from .probe_kernels import DeviceChain, DeviceSweeps, DeviceWide
@@ -54,7 +57,9 @@ LANES_PER_UNIT = {"cpu": 64, "gpu": 2048}
 
 def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams:
     repeats = 3 if quick else 5
-    init_s = _init(backend)
+    init_s = first_use.measure(backend) if not quick else None
+    if init_s is None:
+        init_s = _init(backend)
     facts = _facts(backend)
 
     def timed(cases: dict) -> dict[str, float]:

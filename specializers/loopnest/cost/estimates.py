@@ -5,7 +5,9 @@ for ``asp_core.selection``: the original code (label ``original``), serial C (``
 C at each thread count (``openmp@2`` ... up to the cores of the affinity mask, priced for the
 cores other processes keep busy: ``asp_core.platform.others_busy``), each with its predicted
 time (``cost.models``), its main
-terms and, where it is not built yet, its build time. The profile of a binding and signature is
+terms and, where it is not built yet, its build time (the first compiled variant of a process
+also pays ``compile_first_s``, as a device's first build pays its ``init_s``: both measured
+by ``cost.first_use``). The profile of a binding and signature is
 computed once and kept; a warm call looks it up and checks which variants are built.
 
 Device variants (``opencl``, ``cuda``) are offered where their device is calibrated
@@ -100,13 +102,17 @@ class NestEstimator:
         compiler, openmp = compiled_available()
         if not compiler:
             return tuple(out)
-        build = models.build_seconds(profile, m)
-        load = min(build, LOAD_SECONDS)
+
+        from asp_core.backends import c as c_backend
+
+        first = 0.0 if c_backend.initialized() else m.compile_first_s
 
         def cost_to_build(label: str) -> float:
             if built(label):
                 return 0.0
-            return load if on_disk is not None and on_disk(label) else build
+            build = models.build_seconds(profile, m, openmp=label != "c") + first
+            return min(build, LOAD_SECONDS) if on_disk is not None and on_disk(label) \
+                else build
 
         labels = ["c"]
         cores, busy = cpu_cores(), others_busy()

@@ -23,8 +23,9 @@ from typing import Any, Mapping
 
 #: Name of the calibration record (``asp_core.calibration``) and its format version.
 CALIBRATION = "loopnest-acm"
-FORMAT = 5   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS;
-#            5: the warm call path shortened (dispatch_ns and c_call_ns measured again)
+FORMAT = 6   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS;
+#            5: the warm call path shortened (dispatch_ns and c_call_ns measured again);
+#            6: compile_openmp_s, compile_first_s
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,10 @@ class MachineParams:
     # runtime header every module includes (``c_runtime.h.mako``, compiled in the base).
     compile_base_s: float = 0.07
     compile_per_line_s: float = 0.0011
+    compile_openmp_s: float = 0.012        # an OpenMP variant's compile beyond serial C's
+                                           # (-fopenmp, the outlined regions)
+    compile_first_s: float = 0.02          # the first compiled variant a process builds,
+                                           # beyond a later one (``cost.first_use``)
 
     source: str = ("defaults (a full calibration of the project's development VM: 2-core AMD "
                    "EPYC (Zen 4) under KVM, 32 MiB L3, gcc 12.2 -O3 -march=native, CPython "

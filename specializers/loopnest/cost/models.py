@@ -125,9 +125,30 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
         footprint += math.prod(shape) * types.arrays[name].dtype.itemsize
     work = sum(s.instances for s in statements)
-    lines = MODULE_LINES + 30 + 4 * len(statements) + 4 * len(loops)
+    lines = MODULE_LINES + 30 + 4 * len(statements) + 4 * len(loops) + \
+        TILED_BAND_LINES * _tiled_bands(analysis, plan, types, footprint)
     return NestProfile(tuple(statements), iterations, regions, barriers, combines, imbalance,
                        footprint, work, exact, lines)
+
+
+#: Lines a tiled band adds to the generated C: its tile loops, the unrolled-and-jammed
+#: register block and the remainders (gemm's band: 77 lines, which compile in 50 ms more).
+TILED_BAND_LINES = 80
+
+
+def _tiled_bands(analysis, plan, types, footprint: int) -> int:
+    """How many bands the serial C variant tiles for this binding (``codegen.c``), whose
+    arrays take ``footprint`` bytes (those that fit the cache are not tiled: not asked)."""
+    from asp_core import config, platform
+
+    from ..codegen.c import serial_schedule
+    from ..schedule.tiling import L2_SHARE
+
+    force = config.current().tile
+    if force is None and footprint <= L2_SHARE * platform.data_caches().l2:
+        return 0
+    itemsize = {name: types.arrays[name].dtype.itemsize for name in analysis.names.arrays}
+    return len(serial_schedule(analysis, plan, itemsize, force=force)[1])
 
 
 def source_chain(lid: int, loops) -> tuple[int, ...]:
@@ -350,9 +371,11 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
 OVERSUBSCRIBED = 10.0
 
 
-def build_seconds(p: NestProfile, m: MachineParams) -> float:
-    """Predicted time to generate and compile one variant of the nest."""
-    return m.compile_base_s + m.compile_per_line_s * max(0, p.lines - MODULE_LINES)
+def build_seconds(p: NestProfile, m: MachineParams, openmp: bool = False) -> float:
+    """Predicted time to generate and compile one variant of the nest (``openmp``: its
+    OpenMP variant)."""
+    return m.compile_base_s + m.compile_per_line_s * max(0, p.lines - MODULE_LINES) + \
+        (m.compile_openmp_s if openmp else 0.0)
 
 
 #: Cost function per variant kind: (profile, machine, threads) -> (seconds, terms).

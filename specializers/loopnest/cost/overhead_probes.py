@@ -25,7 +25,11 @@ on the serial C the specializer generates for kernels of 1, 6 and 24 statements
 (``probe_kernels.COMPILE_SIZES``), built in a private, empty cache folder (whatever
 ``ASP_CACHE_DIR`` says), so each is compiled. A least-squares line through (lines of the module
 beyond the runtime header ``c_runtime.h.mako``, seconds) gives ``compile_base_s`` (the header,
-the compiler's start, cffi) and ``compile_per_line_s``.
+the compiler's start, cffi) and ``compile_per_line_s``. Where OpenMP builds, the OpenMP
+variants of the same kernels are compiled too, and the median of their extra time over serial
+C's is ``compile_openmp_s`` (-fopenmp and the outlined parallel regions: 12 to 50 ms on a
+development machine where serial C's compile takes 50 to 70; a first call that can wait for a
+build takes the one of least build plus run, ``asp_core.selection``).
 """
 
 from __future__ import annotations
@@ -120,9 +124,9 @@ def _loop(call, arrays: list):
     return run
 
 
-def generated_sources() -> list[tuple[str, str]]:
-    """The serial C (source, cffi declarations) the specializer generates for each kernel of
-    ``COMPILE_SIZES``."""
+def generated_sources(backend: str = "c") -> list[tuple[str, str]]:
+    """The C of ``backend`` (source, cffi declarations) the specializer generates for each
+    kernel of ``COMPILE_SIZES``."""
     from ..typeinfer import infer_types
     from ..variants import generate
 
@@ -133,30 +137,42 @@ def generated_sources() -> list[tuple[str, str]]:
         kernel.kernel(*[a.copy() for a in arrays])  # analyses it and plans the binding
         for runner in kernel._asp_current.runners:
             types, _ = runner.signature(runner.last_inputs)
-            module = generate("c", runner.analysis, runner.last_plan,
+            module = generate(backend, runner.analysis, runner.last_plan,
                               infer_types(runner.analysis, types), types, "calibration")
             sources.append((module.source, module.cdef))
     return sources
 
 
-def measure_compile(quick: bool) -> dict[str, float]:
-    """``compile_base_s`` and ``compile_per_line_s`` of ``MachineParams``."""
+def measure_compile(quick: bool, openmp: bool = False) -> dict[str, float]:
+    """``compile_base_s`` and ``compile_per_line_s`` of ``MachineParams``; with ``openmp``,
+    also ``compile_openmp_s``."""
     header = render("loopnest/c_runtime.h.mako").count("\n")
-    sources = generated_sources()
+    pairs = list(zip(generated_sources(), generated_sources("openmp") if openmp
+                     else [None] * len(COMPILE_SIZES)))
     if quick:
-        sources = [sources[0], sources[-1]]
+        pairs = [pairs[0], pairs[-1]]
     best: dict[int, float] = {}
+    extra: list[float] = []
     with tempfile.TemporaryDirectory(prefix="asp-calibrate-") as folder:
         cache = DiskCache(Path(folder) / "cache")
+
+        def compiled(source: str, cdef: str, attempt: int, with_openmp: bool) -> float:
+            source = f"/* compile-time probe {time.time_ns()} {attempt} */\n{source}"
+            start = time.perf_counter()
+            compile_c(source, cdef, name="nest", cache=cache, openmp=with_openmp)
+            return time.perf_counter() - start
+
         for attempt in range(1 if quick else 2):
-            for source, cdef in sources:
-                source = f"/* compile-time probe {time.time_ns()} {attempt} */\n{source}"
-                start = time.perf_counter()
-                compile_c(source, cdef, name="nest", cache=cache)
-                seconds = time.perf_counter() - start
+            for (source, cdef), parallel in pairs:
+                seconds = compiled(source, cdef, attempt, False)
                 lines = source.count("\n") - header
                 best[lines] = min(seconds, best.get(lines, seconds))
-    return fit_line(best)
+                if parallel is not None:
+                    extra.append(compiled(*parallel, attempt, True) - seconds)
+    out = fit_line(best)
+    if extra:
+        out["compile_openmp_s"] = max(0.0, float(np.median(extra)))
+    return out
 
 
 def fit_line(points: dict[int, float]) -> dict[str, float]:

@@ -57,5 +57,7 @@ def summary(params: MachineParams) -> str:
     rows.append(f"  base                       {p.compile_base_s * 1e3:.1f} ms")
     rows.append(f"  per line of C              {p.compile_per_line_s * 1e3:.3f} ms "
                 "(beyond the runtime header)")
+    rows.append(f"  OpenMP's extra             {p.compile_openmp_s * 1e3:.1f} ms")
+    rows.append(f"  a process's first          {p.compile_first_s * 1e3:.1f} ms more")
     rows.append(f"source: {p.source}")
     return "\n".join(rows)

@@ -60,7 +60,7 @@ def compiled_pays(monkeypatch):
     """The default choice steered to compiled code: plain Python made slow, compiling free."""
     slow = {k: v * 1e4 for k, v in DEFAULTS.py_op_ns.items()}
     chosen = dataclasses.replace(DEFAULTS, py_op_ns=slow, compile_base_s=0.0,
-                                 compile_per_line_s=0.0)
+                                 compile_per_line_s=0.0, compile_openmp_s=0.0)
     monkeypatch.setattr(machine_module, "machine", lambda: chosen)
     monkeypatch.setattr(estimates, "machine", lambda: chosen)
 

@@ -198,7 +198,8 @@ def test_settling_follows_the_dispatch_cost(params):
     assert not any(r.settled for r in call(Add(), 4, 100))
     # A dispatch costing a second: settled even where compiled code (built at once) is far
     # faster, and the nest's own choice is compiled code.
-    params(dispatch_ns=1e9, compile_base_s=0.0, compile_per_line_s=0.0)
+    params(dispatch_ns=1e9, compile_base_s=0.0, compile_per_line_s=0.0,
+           compile_openmp_s=0.0)
     kernel = Add()
     until_settled(kernel, 20_000)
     assert kernel._asp_current.runners[0].last_decision.label != "original"

@@ -80,6 +80,15 @@ def test_quick_measurement_of_memory_and_openmp_is_sane(quick):
         assert all(0 < v < 1e8 for v in quick.omp_combine_ns.values())
     assert 0 <= quick.compile_base_s < 30 and 0 <= quick.compile_per_line_s < 1
     assert quick.compile_base_s + 100 * quick.compile_per_line_s > 0
+    if query_platform().openmp:
+        assert 0 <= quick.compile_openmp_s < 30
+
+
+def test_the_first_build_of_a_process_is_measured_in_a_new_one():
+    from specializers.loopnest.cost import first_use
+
+    seconds = first_use.measure("c", runs=1)
+    assert seconds is not None and 0 <= seconds < 30
 
 
 def test_compile_time_line_fit():

@@ -74,13 +74,15 @@ def test_the_choice_follows_the_machine_parameters(params):
     kernel = Saxpy(strict=True)
     assert set(settle(kernel)[-5:]) == {"python"}
     slow_python = {k: v * 1e4 for k, v in DEFAULTS.py_op_ns.items()}
-    params(py_op_ns=slow_python, compile_base_s=0.0, compile_per_line_s=0.0)
+    params(py_op_ns=slow_python, compile_base_s=0.0, compile_per_line_s=0.0,
+           compile_openmp_s=0.0)
     kernel = Saxpy(strict=True)
     assert "python" not in settle(kernel)[-5:]  # a compiled variant, built in the first call
 
 
 def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
-    params(compile_base_s=0.0, compile_per_line_s=0.0)
+    params(compile_base_s=0.0, compile_per_line_s=0.0,
+           compile_openmp_s=0.0)
     kernel = Saxpy(strict=True)
     first = settle(kernel)[-1]
     assert first != "python"
@@ -102,7 +104,7 @@ def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
     from asp_core import specializer
 
     monkeypatch.setattr(specializer, "time", types.SimpleNamespace(
-        perf_counter=perf_counter, monotonic=time.monotonic))
+        perf_counter=perf_counter, monotonic=time.monotonic, sleep=time.sleep))
 
     def slow(*args):
         clock[0] += 0.05

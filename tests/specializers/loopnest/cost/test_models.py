@@ -1,6 +1,8 @@
 """The cost model's structure counts of the OpenMP variant: parallel regions entered, barriers
 met and reductions combined, per call, from the schedule and the bound loops."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -94,3 +96,48 @@ def test_a_busy_machine_leaves_a_team_less_bandwidth():
     serial = models.c_cost(p, params)[1]["memory"]
     assert quiet == pytest.approx(serial / 2)   # two threads, twice the bandwidth
     assert serial / 2 < busy < serial            # a third of the cores' time is taken
+
+
+class Product(LoopKernel):
+    def kernel(self, A, B, C):
+        for i in range(A.shape[0]):
+            for k in range(B.shape[0]):
+                for j in range(B.shape[1]):
+                    C[i, j] += A[i, k] * B[k, j]
+
+
+def test_a_tiled_band_adds_lines_to_compile(monkeypatch):
+    """The serial C of a product whose matrices do not fit half the L2 is tiled and jammed: a
+    longer module, priced as a longer compile (it was 50 ms more for gemm at 256 x 256). (An
+    L2 of 4 KiB here: matrices of 32 x 32 exceed its half, and run quickly as Python.)"""
+    from asp_core import platform
+
+    small = profile_of(Product(backend="python", strict=True),
+                       *[np.ones((8, 8)) for _ in range(3)])
+    caches = platform.data_caches()
+    monkeypatch.setattr(platform, "data_caches", lambda: dataclasses.replace(caches, l2=4096))
+    tiny_l2 = profile_of(Product(backend="python", strict=True),
+                         *[np.ones((32, 32)) for _ in range(3)])
+    assert tiny_l2.lines - small.lines == models.TILED_BAND_LINES
+
+
+def test_build_times_count_openmp_and_a_processs_first_build(monkeypatch):
+    from asp_core.backends import c as c_backend
+    from specializers.loopnest.cost import estimates, machine as machine_module
+
+    chosen = dataclasses.replace(machine_module.DEFAULTS, compile_openmp_s=0.04,
+                                 compile_first_s=0.03)
+    monkeypatch.setattr(estimates, "machine", lambda: chosen)
+    kernel = Scale(backend="python", strict=True)
+    kernel.kernel(np.ones(1 << 16))
+    runner = kernel._asp_current.runners[0]
+    sig = runner.signature(runner.last_inputs)
+
+    def builds(first: bool) -> dict[str, float]:
+        monkeypatch.setattr(c_backend, "initialized", lambda: not first)
+        return {e.label: e.build_s for e in runner.estimator.estimates(sig, lambda _: False)}
+
+    later, first = builds(False), builds(True)
+    assert first["c"] == pytest.approx(later["c"] + 0.03)
+    assert later["openmp@2"] == pytest.approx(later["c"] + 0.04)
+    assert later["original"] == 0.0
