@@ -91,6 +91,8 @@ class NestRunner(Specializer):
         super().__init__(kernel_func, backend=backend, strict=strict, config=config)
         self.analysis = analysis
         self.name = f"{kernel_func.__qualname__}: loop nest {analysis.index} (line {analysis.line})"
+        self.kernel_func = kernel_func
+        self._kernel_noted = False   # (``cost.index.kernel_key`` recorded)
         self.last_schedule = None
         self.last_plan = None
         self._gather = None
@@ -290,6 +292,9 @@ class NestRunner(Specializer):
                 forking.on_unusable_child(self, NestRunner._forget_openmp)
             self.analysis.executors.put(memo, run)
             variant_index.record(variant_index.index_key(self.analysis, memo))
+            if not self._kernel_noted:
+                self._kernel_noted = True
+                variant_index.record(variant_index.kernel_key(self.kernel_func))
             self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
             self._dump_plan(plan)
         self._executors.put(memo, run)

@@ -6,7 +6,9 @@ known once the code is generated. So after each build the runner records a small
 a key of what the code was generated from (``NestRunner._memo``: the nest, its schedule, the
 subscripts' modes, the loop ranges, the call signature, the OpenMP settings) and the compiler
 settings; ``compiled_before`` looks that entry up (a verified cache entry: see
-``asp_core.cache``). A missing or damaged entry only makes the model predict a compile.
+``asp_core.cache``). A missing or damaged entry only makes the model predict a compile. One
+more entry per kernel method (``kernel_key``) says that some variant of it was compiled, for a
+first call that must decide whether analysing it pays before any variant's key is known.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from asp_core.cache import stable_key
 from asp_core.errors import CacheError
 
 INDEX = "loopnest-variant-index"
+KERNEL_INDEX = "loopnest-kernel-index"
 
 
 def index_key(analysis, memo: tuple) -> str | None:
@@ -28,6 +31,22 @@ def index_key(analysis, memo: tuple) -> str | None:
                           settings.cc, settings.cflags)
     except TypeError:
         return None
+
+
+def kernel_key(func) -> str:
+    """The index key of a kernel method: a process that compiled any variant of one of its
+    nests notes it under this key (``record``), so that the method's first call in a later
+    process knows a variant need only be loaded (``coldstart``). From the method's name and
+    bytecode, which change with its source."""
+    return stable_key(KERNEL_INDEX, func.__module__, func.__qualname__,
+                      _code_text(func.__code__))
+
+
+def _code_text(code) -> tuple:
+    """A code object as stable data (nested code objects, such as comprehensions', by their
+    own text: their repr holds an address)."""
+    return (code.co_code.hex(), code.co_names, code.co_varnames,
+            tuple(_code_text(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts))
 
 
 def _text(part) -> object:

@@ -42,9 +42,9 @@ def test_work_grows_with_the_depth_over_the_dimensions():
 
 def test_a_dense_kernel_on_mid_sized_data_is_analysed_at_once():
     cold = ColdStart.of(deep)
-    n = 128
+    n = 256
     A = np.zeros((n, n))
-    assert not cold.stays_cold(None, (A, A, A, n), {})   # 2 million iterations
+    assert not cold.stays_cold(None, (A, A, A, n), {})   # 17 million iterations
     small = np.zeros((4, 4))
     assert cold.stays_cold(None, (small, small, small, 4), {})
 
@@ -52,7 +52,7 @@ def test_a_dense_kernel_on_mid_sized_data_is_analysed_at_once():
 def test_the_first_analysis_in_a_process_costs_more(monkeypatch):
     from specializers.loopnest import coldstart
 
-    cold = ColdStart(analysis_s=1e-3)
+    cold = ColdStart(analysis_s=1e-3, build_s=0.0)
     data = np.zeros(int(5e-3 / WORK_S_PER_ELEMENT))   # 5 ms of work
     monkeypatch.setattr(coldstart, "_ANALYSED", [False])
     assert cold.stays_cold(None, (data,), {})          # the analysis loads its modules first
@@ -81,9 +81,58 @@ def test_a_longer_loop_body_weighs_more_per_element():
                 B[i, j] = A[i, j]
 
     heavy, light = ColdStart.of(stencil), ColdStart.of(copy2d)
+    heavy.build_s = light.build_s = 0.0   # (the analysis alone decides here)
     assert heavy.weight == coldstart._bytecode_size(stencil.__code__) / coldstart.BYTES_PER_UNIT
     assert heavy.weight > 2.0 and light.weight < 1.5
     n = 185
     A = np.zeros((n, n))
     coldstart.analysed()
     assert light.stays_cold(None, (A, A, n), {}) and not heavy.stays_cold(None, (A, A, n), {})
+
+
+def test_a_first_call_is_analysed_only_where_a_build_would_pay_too(monkeypatch):
+    """The analysis buys nothing by itself: a first call is analysed where its work exceeds
+    the analysis and a first variant's build; later calls, once what they spent paid for the
+    analysis."""
+    from specializers.loopnest import coldstart
+
+    monkeypatch.setattr(coldstart, "_ANALYSED", [True])
+    cold = ColdStart(analysis_s=1e-3, build_s=0.05)
+    twenty_ms = np.zeros(int(20e-3 / WORK_S_PER_ELEMENT))
+    assert cold.stays_cold(None, (twenty_ms,), {})
+    cold.run(lambda owner, data: None, None, (twenty_ms,), {})
+    cold.spent = 20e-3   # (what that call would have taken)
+    assert not cold.stays_cold(None, (twenty_ms,), {})
+    sixty_ms = np.zeros(int(60e-3 / WORK_S_PER_ELEMENT))
+    assert not ColdStart(analysis_s=1e-3, build_s=0.05).stays_cold(None, (sixty_ms,), {})
+
+
+def test_a_method_compiled_before_needs_only_a_load(tmp_path, monkeypatch):
+    from specializers.loopnest.cost import index
+    from specializers.loopnest.cost.estimates import LOAD_SECONDS
+    from specializers.loopnest.cost.machine import machine
+
+    monkeypatch.setenv("ASP_CACHE_DIR", str(tmp_path))
+    m = machine()
+    assert ColdStart.of(deep).first_build_s() == \
+        m.compile_base_s + m.compile_first_s + m.compile_per_line_s * 50
+    index.record(index.kernel_key(deep))
+    assert ColdStart.of(deep).first_build_s() == LOAD_SECONDS
+    assert ColdStart.of(flat).first_build_s() > LOAD_SECONDS   # (another method)
+
+
+def test_a_kernel_that_compiles_notes_it_for_later_processes(tmp_path, monkeypatch):
+    from specializers.loopnest import LoopKernel
+    from specializers.loopnest.cost import index
+
+    monkeypatch.setenv("ASP_CACHE_DIR", str(tmp_path))
+
+    class Doubled(LoopKernel):
+        def kernel(self, A):
+            for i in range(A.shape[0]):
+                A[i] = 2.0 * A[i]
+
+    method = Doubled.__dict__["kernel"].__wrapped__
+    assert not index.compiled_before(index.kernel_key(method))
+    Doubled(backend="c", strict=True).kernel(np.ones(8))
+    assert index.compiled_before(index.kernel_key(method))
