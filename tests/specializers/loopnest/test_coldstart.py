@@ -1,6 +1,7 @@
 """coldstart: the loop depth read off the bytecode, and the work a call's data suggest."""
 
 import numpy as np
+import pytest
 
 from specializers.loopnest.coldstart import WORK_S_PER_ELEMENT, ColdStart, loop_depth, work_hint
 
@@ -38,6 +39,23 @@ def test_work_grows_with_the_depth_over_the_dimensions():
     assert work_hint(None, (A, n), {}, depth=1) == (n * n + n) * WORK_S_PER_ELEMENT
     # three loops over n x n matrices: about n ** 3 iterations
     assert work_hint(None, (A, A, A, n), {}, depth=3) == (n * n) ** 1.5 * WORK_S_PER_ELEMENT
+
+
+def convolve(image, out, weights):
+    for i in range(1, image.shape[0] - 1):
+        for j in range(1, image.shape[1] - 1):
+            for di in range(3):
+                for dj in range(3):
+                    out[i, j] += weights[di, dj] * image[i + di - 1, j + dj - 1]
+
+
+def test_loops_deeper_than_the_largest_array_walk_the_smallest():
+    """A convolution's two inner loops walk its filter: its image times the filter's nine
+    taps, not the image squared."""
+    image, out = np.zeros((32, 32)), np.zeros((32, 32))
+    weights = np.zeros((3, 3))
+    hint = work_hint(None, (image, out, weights), {}, depth=4)
+    assert hint == pytest.approx(32 * 32 * 9 * WORK_S_PER_ELEMENT)
 
 
 def test_a_dense_kernel_on_mid_sized_data_is_analysed_at_once():
