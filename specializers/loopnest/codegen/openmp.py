@@ -375,6 +375,8 @@ class OpenMPEmitter(CEmitter):
         pragma = "#pragma omp for" if self.region else "#pragma omp parallel for"
         if len(nest) > 1:
             pragma += f" collapse({len(nest)})"
+        elif self._dealt_out(node):
+            pragma += self._cyclic_schedule(loop)
         pragma += self._clauses(nest)
         if not self.region:
             pragma += " num_threads(asp_nthreads)"
@@ -387,6 +389,23 @@ class OpenMPEmitter(CEmitter):
         self.depth -= 1
         self.line("}")
         self._close_predicate(loop)
+
+    def _dealt_out(self, node: SLoop) -> bool:
+        """``cost.models.dealt_out``: the model prices the schedule it says."""
+        from ..cost.models import dealt_out
+
+        return dealt_out(self.b.plan.bound, node)
+
+    def _cyclic_schedule(self, loop: d.Loop) -> str:
+        """The clause dealing a triangular loop's iterations out in turn, in chunks chosen at
+        run time (``cost.models.cyclic_chunk``), and the line computing the chunk."""
+        from ..cost.models import CYCLIC_CHUNK, CYCLIC_ROUNDS
+
+        var = c_identifier(loop.var)
+        self.line(f"const int64_t asp_chunk_{var} = asp_trip_count(asp_lo_{var}, asp_hi_{var}, "
+                  f"asp_step_{var}) >= {CYCLIC_CHUNK * CYCLIC_ROUNDS} * (uint64_t)asp_nthreads"
+                  f" ? {CYCLIC_CHUNK} : 1;")
+        return f" schedule(static, asp_chunk_{var})"
 
     def _vector_loop(self, loop: d.Loop, node: SLoop, body) -> bool:
         """An innermost parallel loop at the top level whose only error paths are the math

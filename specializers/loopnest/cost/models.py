@@ -242,7 +242,8 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
             entered = entries(ancestors)
             barriers += entered
             combines += entered * len(node.reductions)
-            imbalance = max(imbalance, _imbalance(analysis, loops, node, statements_under(node)))
+            imbalance = max(imbalance, _shared_imbalance(analysis, loops, node,
+                                                         statements_under(node), plan.bound))
         elif isinstance(node, SLoop) and has_parallel(node):
             for child in node.body:
                 region_level(child, ancestors + (node,))
@@ -255,7 +256,8 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
         regions += 1
         if node.parallel:
             combines += len(node.reductions)
-            imbalance = max(imbalance, _imbalance(analysis, loops, node, statements_under(node)))
+            imbalance = max(imbalance, _shared_imbalance(analysis, loops, node,
+                                                         statements_under(node), plan.bound))
         else:
             for child in node.body:
                 region_level(child, (node,))
@@ -271,9 +273,47 @@ def _longest_chain(ancestors: tuple[SLoop, ...], loops) -> tuple[int, ...]:
 IMBALANCE_THREADS = 2
 
 
-def _imbalance(analysis, loops, node: SLoop, sids: list[int], threads: int = 0) -> float:
+#: A parallel loop whose inner loops' bounds depend on it (a triangle: contiguous blocks of
+#: its iterations would give the second of two threads three quarters of the work) is dealt
+#: out in turn, in chunks of CYCLIC_CHUNK iterations where it runs at least CYCLIC_ROUNDS
+#: chunks per thread, else of one (``schedule(static, chunk)``, the chunk chosen at run time:
+#: one module serves every size). Chunks of 8 rows of doubles: no two threads write one
+#: cache line of a row.
+CYCLIC_CHUNK = 8
+CYCLIC_ROUNDS = 4
+
+
+def dealt_out(bound, node: SLoop) -> bool:
+    """Whether the OpenMP variant deals parallel loop ``node``'s iterations out in turn
+    (``CYCLIC_CHUNK``): some loop inside it has bounds that depend on it. ``codegen.openmp``
+    and the cost model both ask this."""
+    def inner(n) -> bool:
+        if not isinstance(n, SLoop):
+            return False
+        b = bound.loops[n.lid]
+        return any(lid == node.lid for lid, _ in b.start.coeffs + b.extent.coeffs) or \
+            any(map(inner, n.body))
+    return not bound.loops[node.lid].wide and any(map(inner, node.body))
+
+
+def cyclic_chunk(trips: int, threads: int) -> int:
+    """The chunk a loop ``dealt_out`` in turn runs in (see ``CYCLIC_CHUNK``)."""
+    return CYCLIC_CHUNK if trips >= CYCLIC_CHUNK * CYCLIC_ROUNDS * threads else 1
+
+
+def _shared_imbalance(analysis, loops, node: SLoop, sids: list[int], bound) -> float:
+    """The imbalance of ``node`` as the OpenMP variant shares it (``dealt_out``)."""
+    if dealt_out(bound, node):
+        chunk = cyclic_chunk(loops[node.lid].t_max + 1, IMBALANCE_THREADS)
+        return _imbalance(analysis, loops, node, sids, chunk=chunk)
+    return _imbalance(analysis, loops, node, sids)
+
+
+def _imbalance(analysis, loops, node: SLoop, sids: list[int], threads: int = 0,
+               chunk: int | None = None) -> float:
     """The busiest thread's share of the work of parallel loop ``node`` split into contiguous
-    chunks (OpenMP's static schedule), over the mean; 1.0 for balanced loops."""
+    chunks (OpenMP's static schedule), or into ``chunk`` iterations dealt out in turn, over
+    the mean; 1.0 for balanced loops."""
     threads = threads or IMBALANCE_THREADS
     total = None
     for sid in sids:
@@ -286,8 +326,13 @@ def _imbalance(analysis, loops, node: SLoop, sids: list[int], threads: int = 0) 
         total = work if total is None else total + work
     if total is None or len(total) < threads or not total.sum():
         return 1.0
-    chunks = [c.sum() for c in _split(total, threads)]
-    return float(max(chunks) / (total.sum() / threads))
+    if chunk:
+        shares = [sum(total[k:k + chunk].sum() for k in range(start * chunk, len(total),
+                                                              threads * chunk))
+                  for start in range(threads)]
+    else:
+        shares = [c.sum() for c in _split(total, threads)]
+    return float(max(shares) / (total.sum() / threads))
 
 
 def _split(values, parts: int):

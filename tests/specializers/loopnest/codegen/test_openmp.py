@@ -71,6 +71,49 @@ return total, biggest
 """, "A, n")
 
 
+ROWS = kernel_class("""
+for i in range(n):
+    for j in range(i + 1):
+        C[i, j] = A[i, j] * 2.0 + A[j, i]
+""", "A, C, n")
+
+
+def test_a_triangular_loop_is_dealt_out_in_chunks_and_a_square_one_in_blocks():
+    """Row i of a triangle holds i + 1 iterations: contiguous blocks of rows would give the
+    second of two threads three quarters of the work; chunks of 8 rows dealt out in turn
+    balance it. A square nest keeps OpenMP's contiguous blocks (and its model says so)."""
+    from specializers.loopnest.cost import models
+
+    n = 64
+    A = np.random.default_rng(1).random((n, n))
+    C = np.random.default_rng(2).random((n, n))
+    expected = C.copy()
+    ROWS(backend="python").kernel(A, expected, n)
+    body, _ = openmp_source(ROWS, A, C, n, num_threads=2)
+    assert "#pragma omp parallel for schedule(static, asp_chunk_i) num_threads" in body
+    assert f"{models.CYCLIC_CHUNK * models.CYCLIC_ROUNDS} * (uint64_t)asp_nthreads ? " \
+        f"{models.CYCLIC_CHUNK} : 1;" in body
+    assert identical(C, expected)
+    square, _ = openmp_source(PERFECT, np.ones((6, 5)), np.ones(5), np.zeros((6, 5)), 6, 5,
+                              num_threads=2)
+    assert "schedule(static," not in square
+
+
+def test_the_model_prices_a_triangle_shared_in_chunks_as_balanced():
+    from specializers.loopnest.cost import models
+
+    kernel = ROWS(backend="python", strict=True)
+    n = 200
+    kernel.kernel(np.ones((n, n)), np.ones((n, n)), n)
+    runner = kernel._asp_current.runners[0]
+    profile = runner.estimator.profile(runner.signature(runner.last_inputs))
+    assert profile.imbalance < 1.05
+    loops = runner.last_plan.bound.loops
+    node = runner.last_plan.schedule.root[0]
+    sids = [s.sid for s in runner.analysis.statements]
+    assert models._imbalance(runner.analysis, loops, node, sids) > 1.4   # blocks: 1.5
+
+
 def test_float_reductions_run_in_chunks_combined_in_order():
     """Not OpenMP's reduction clause, whose order depends on the threads: chunks of the
     iterations, each reduced in order into its own partial result, combined in chunk order."""
@@ -151,7 +194,8 @@ for i in range(n):
 def test_inner_loops_left_to_the_compiler_where_it_can_vectorize_alone():
     body, _ = openmp_source(TRIANGLE, np.ones((8, 8)), np.zeros((8, 8)), 8)
     lines = [line.strip() for line in body.splitlines()]
-    assert "#pragma omp parallel for num_threads(asp_nthreads)" in lines  # j's bounds need i
+    assert "#pragma omp parallel for schedule(static, asp_chunk_i) num_threads(asp_nthreads)" \
+        in lines  # j's bounds need i (a triangle: its rows dealt out in turn)
     assert "#pragma omp simd" not in lines  # restrict arrays, no reduction: GCC does better
 
 
