@@ -123,9 +123,15 @@ _NO_ATTRIBUTES: dict = {}
 
 def work_hint(owner: Any, args: tuple, kwargs: dict, depth: int = 1) -> float:
     """An estimate, in seconds of the interpreter, of the work a call with these arguments
-    may do, for a method whose loops nest ``depth`` deep (see the module)."""
+    may do, for a method whose loops nest ``depth`` deep (see the module). Loops nested
+    deeper than the largest array's dimensions run along the smallest array's dimensions
+    first (a convolution's two inner loops walk its 3 x 3 filter, not its image: ``N ** (L /
+    d)`` counted conv2d's first call on 32 x 32 as 326 ms of work where it took 8), then the
+    largest's; a dimension of an array of ``n`` elements and ``k`` dimensions taken as
+    ``n ** (1 / k)`` long. (One pass over the values, no other function: this runs on every
+    cold call, where each new function's first run costs microseconds.)"""
     elements = largest = 0
-    dims = 1
+    smallest = dims = small_dims = 1
     ndarray = np.ndarray
     for values in (args, kwargs.values(), getattr(owner, "__dict__", _NO_ATTRIBUTES).values()):
         for value in values:  # (run on every cold call: kept lean)
@@ -135,30 +141,16 @@ def work_hint(owner: Any, args: tuple, kwargs: dict, depth: int = 1) -> float:
                 elements += size
                 if size > largest:
                     largest, dims = size, value.ndim or 1
+                if 1 < size and (smallest == 1 or size < smallest):
+                    smallest, small_dims = size, value.ndim or 1
             elif kind is int and value > 0:
                 elements += value
     if largest and depth > dims:
-        elements = max(elements, largest * _inner_extents(owner, args, kwargs, depth - dims))
+        loops = depth - dims
+        walked = min(loops, small_dims)
+        inner = smallest ** (walked / small_dims) * largest ** ((loops - walked) / dims)
+        elements = max(elements, largest * inner)
     return elements * WORK_S_PER_ELEMENT
-
-
-def _inner_extents(owner: Any, args: tuple, kwargs: dict, loops: int) -> float:
-    """The iterations of the ``loops`` loops nested deeper than the largest array's
-    dimensions: each runs along a dimension of the smallest arrays first (a convolution's
-    two inner loops walk its 3 x 3 filter, not its image: ``N ** (L / d)`` counted conv2d's
-    first call on 32 x 32 as 326 ms of work where it took 8), a dimension of an array of
-    ``n`` elements and ``k`` dimensions taken as ``n ** (1 / k)`` long."""
-    shapes = sorted((value.size, value.ndim) for values in
-                    (args, kwargs.values(), getattr(owner, "__dict__", _NO_ATTRIBUTES).values())
-                    for value in values if type(value) is np.ndarray and value.size > 1)
-    product = 1.0
-    for size, ndim in shapes:
-        for _ in range(min(ndim, loops)):
-            product *= size ** (1 / ndim)
-        loops -= min(ndim, loops)
-        if not loops:
-            break
-    return product
 
 
 def loop_depth(code: types.CodeType) -> int:
