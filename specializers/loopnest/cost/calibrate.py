@@ -87,7 +87,8 @@ def measure(quick: bool = False, progress: Progress | None = None) -> MachinePar
     values.update(overhead_probes.measure_calls(quick, compiled=module is not None))
     step(5)
     if module is not None:
-        values.update(overhead_probes.measure_compile(quick, openmp))
+        # (OpenMP's extra compile: a full calibration only; a quick one keeps the default)
+        values.update(overhead_probes.measure_compile(quick, openmp and not quick))
         if not quick:   # (new processes: seconds; a quick calibration keeps the default)
             from . import first_use
 

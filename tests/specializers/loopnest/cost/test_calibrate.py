@@ -80,8 +80,17 @@ def test_quick_measurement_of_memory_and_openmp_is_sane(quick):
         assert all(0 < v < 1e8 for v in quick.omp_combine_ns.values())
     assert 0 <= quick.compile_base_s < 30 and 0 <= quick.compile_per_line_s < 1
     assert quick.compile_base_s + 100 * quick.compile_per_line_s > 0
-    if query_platform().openmp:
-        assert 0 <= quick.compile_openmp_s < 30
+
+
+def test_openmps_extra_compile_is_measured():
+    """(A full calibration measures it; a quick one keeps the default.)"""
+    from asp_core.platform import query_platform
+    from specializers.loopnest.cost import overhead_probes
+
+    if not query_platform().openmp:
+        pytest.skip("no OpenMP with this compiler: nothing to measure")
+    measured = overhead_probes.measure_compile(True, openmp=True)
+    assert 0 <= measured["compile_openmp_s"] < 30
 
 
 def test_the_first_build_of_a_process_is_measured_in_a_new_one():
