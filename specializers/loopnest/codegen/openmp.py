@@ -502,7 +502,8 @@ class OpenMPEmitter(CEmitter):
         iteration space in Python's order) are cut into ``min(trips, REDUCTION_CHUNKS)``
         contiguous chunks; each chunk reduces its iterations in order into its own partial
         result, from the scalar's value before the loop for the first chunk and from the
-        operator's identity for the others; the threads share the chunks (``schedule(static)``),
+        operator's identity for the others; the threads share the chunks (``schedule(static)``,
+        or one at a time where the loop is a triangle, ``cost.models.dealt_out``),
         and one thread then combines the partial results in chunk order, with the loop's own
         operator (``device_layout.combination``). Where some reduction has no single operator
         to combine with, the loop runs on one thread instead (``_one_thread``)."""
@@ -535,7 +536,10 @@ class OpenMPEmitter(CEmitter):
             self.partials.append(f"{types[name]} asp_part{k}_{ident}[{REDUCTION_CHUNKS}];")
             self.line(f"const {types[name]} asp_s0_{ident} = {ident};")
         pragma = "#pragma omp for" if self.region else "#pragma omp parallel for"
-        pragma += " schedule(static)" + self._clauses(band, chunked=ordered)
+        # (a triangle's chunks dealt out one at a time: balanced, and the partial results
+        # are combined in chunk order whichever thread computed them)
+        pragma += (" schedule(static, 1)" if self._dealt_out(node) else " schedule(static)") + \
+            self._clauses(band, chunked=ordered)
         if not self.region:
             pragma += " num_threads(asp_nthreads)"
         self.line(pragma)

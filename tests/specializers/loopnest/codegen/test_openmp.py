@@ -579,3 +579,25 @@ def test_triangles_dealt_out_in_turn_match_the_original(shape, n):
     body, _ = openmp_source(Kernel, A, C, n, num_threads=2, exact_reductions=True)
     assert "schedule(static, asp_chunk_i)" in body, body
     assert identical(C, expected)
+
+
+TRIANGLE_SUM = kernel_class("""
+total = 0.0
+for i in range(n):
+    for j in range(i + 1):
+        total += A[i, j] * A[j, i]
+return total
+""", "A, n")
+
+
+def test_a_triangles_float_reduction_deals_its_chunks_out_one_at_a_time():
+    """Its chunks (``_chunked``) are dealt out in turn, balanced; their partial results are
+    combined in chunk order whoever computed them, so the sum is the same on one thread or
+    two, and within rounding of Python's."""
+    n = 300
+    A = np.random.default_rng(3).random((n, n))
+    body, two = openmp_source(TRIANGLE_SUM, A, n, num_threads=2)
+    assert "#pragma omp parallel for schedule(static, 1)" in body
+    _, one = openmp_source(TRIANGLE_SUM, A, n, num_threads=1)
+    assert two == one
+    assert two == pytest.approx(TRIANGLE_SUM(backend="python").original_kernel(A, n), rel=1e-12)
