@@ -19,10 +19,11 @@ The data suggest work by the arrays among the call's arguments and the kernel's 
 and the integers among the arguments (loop bounds): a nest ``L`` loops deep over arrays of up
 to ``d`` dimensions and ``N`` elements runs about ``N`` iterations times, for each loop
 deeper than ``d``, the extent of a dimension of the smallest arrays (gemm's three loops over
-``n x n`` matrices: ``n ** 3``; conv2d's four: its image times its filter), each at least ``WORK_S_PER_ELEMENT`` in the
-interpreter, times one per ``BYTES_PER_UNIT`` bytes of the method's bytecode (a loop body of
-more operations costs more per iteration); ``L`` and the bytecode's size are read off the
-method's bytecode (the deepest nesting of its ``for`` loops), once. The analysis cost is proportional to the size of the method's bytecode
+``n x n`` matrices: ``n ** 3``; conv2d's four: its image times its filter), each at least
+``WORK_S_PER_ELEMENT`` in the interpreter, times one per ``BYTES_PER_UNIT`` bytes of the
+method's bytecode (a loop body of more operations costs more per iteration); ``L`` and the
+bytecode's size are read off the method's bytecode (the deepest nesting of its ``for``
+loops), once. The analysis cost is proportional to the size of the method's bytecode
 (``ANALYSIS_S_PER_BYTE``, measured on the twelve examples), plus, for the first kernel a
 process analyses, the analysis's own first use (``FIRST_ANALYSIS_S``: the modules it loads,
 measured at 20 to 25 ms). ``strict=True``, a forced backend, ``ASP_SELECTION=fixed``

@@ -91,7 +91,6 @@ class NestRunner(Specializer):
         super().__init__(kernel_func, backend=backend, strict=strict, config=config)
         self.analysis = analysis
         self.name = f"{kernel_func.__qualname__}: loop nest {analysis.index} (line {analysis.line})"
-        self.kernel_func = kernel_func
         self._kernel_noted = False   # (``cost.index.kernel_key`` recorded)
         self.last_schedule = None
         self.last_plan = None
@@ -294,7 +293,7 @@ class NestRunner(Specializer):
             variant_index.record(variant_index.index_key(self.analysis, memo))
             if not self._kernel_noted:
                 self._kernel_noted = True
-                variant_index.record(variant_index.kernel_key(self.kernel_func))
+                variant_index.record(variant_index.kernel_key(self.func))
             self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
             self._dump_plan(plan)
         self._executors.put(memo, run)

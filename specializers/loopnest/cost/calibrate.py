@@ -87,9 +87,10 @@ def measure(quick: bool = False, progress: Progress | None = None) -> MachinePar
     values.update(overhead_probes.measure_calls(quick, compiled=module is not None))
     step(5)
     if module is not None:
-        # (OpenMP's extra compile: a full calibration only; a quick one keeps the default)
+        # OpenMP's extra compile and a process's first build (in new processes: seconds)
+        # are measured by a full calibration; a quick one keeps their defaults.
         values.update(overhead_probes.measure_compile(quick, openmp and not quick))
-        if not quick:   # (new processes: seconds; a quick calibration keeps the default)
+        if not quick:
             from . import first_use
 
             first = first_use.measure("c")

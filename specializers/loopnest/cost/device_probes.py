@@ -258,24 +258,9 @@ print(time.perf_counter() - started)
 
 def _init_in_new_process(backend: str) -> float:
     """``_init`` measured in a new Python process (the best of two), or ``INIT_GUESS_S``."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = str(Path(__file__).resolve().parents[3])   # (where asp_core is)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-    script = _FIRST_USE.format(backend=backend, call=_SET_UP[backend])
-    times = []
-    for _ in range(2):
-        try:
-            done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                                  text=True, timeout=120, check=True)
-            times.append(float(done.stdout.strip().splitlines()[-1]))
-        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-            continue
-    return min(times) if times else INIT_GUESS_S
+    seconds = first_use.best_in_new_processes(
+        _FIRST_USE.format(backend=backend, call=_SET_UP[backend]), timeout=120)
+    return INIT_GUESS_S if seconds is None else seconds
 
 
 def _copies(backend: str):

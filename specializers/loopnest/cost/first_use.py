@@ -51,20 +51,31 @@ print(first - second)
 def measure(backend: str, runs: int = 2) -> float | None:
     """Seconds of ``backend``'s first build in a process beyond a later one (see the
     module); None where no run succeeded."""
+    seconds = best_in_new_processes(_SCRIPT.format(backend=backend), runs, private_cache=True)
+    return None if seconds is None else max(0.0, seconds)
+
+
+def best_in_new_processes(script: str, runs: int = 2, private_cache: bool = False,
+                          timeout: float = 300) -> float | None:
+    """The least of the numbers ``script`` prints last, each run in a new Python process
+    that imports this project (``private_cache``: with an empty cache folder of its own, no
+    calibration and no forced backend); None where no run succeeded."""
     root = str(Path(__file__).resolve().parents[3])   # (where asp_core is)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    if private_cache:
+        env["ASP_CALIBRATE"] = "0"
+        env.pop("ASP_BACKEND", None)
     times = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="asp-first-use-") as folder:
-            env = dict(os.environ, ASP_CACHE_DIR=folder, ASP_CALIBRATE="0",
-                       PYTHONPATH=os.pathsep.join(
-                           [root] + ([os.environ["PYTHONPATH"]]
-                                     if os.environ.get("PYTHONPATH") else [])))
-            env.pop("ASP_BACKEND", None)
+            if private_cache:
+                env["ASP_CACHE_DIR"] = folder
             try:
-                done = subprocess.run([sys.executable, "-c", _SCRIPT.format(backend=backend)],
-                                      env=env, capture_output=True, text=True, timeout=300,
+                done = subprocess.run([sys.executable, "-c", script], env=env,
+                                      capture_output=True, text=True, timeout=timeout,
                                       check=True)
-                times.append(max(0.0, float(done.stdout.strip().splitlines()[-1])))
+                times.append(float(done.stdout.strip().splitlines()[-1]))
             except (OSError, subprocess.SubprocessError, ValueError, IndexError):
                 continue
     return min(times) if times else None

@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+import numpy as np
+
 from ..analysis.binding import DIRECT, SHIFTED
 from ..schedule.tree import SLoop, SStmt
 from . import domain
@@ -311,14 +313,11 @@ def _shared_imbalance(analysis, loops, node: SLoop, sids: list[int], bound) -> f
     """The imbalance of ``node`` as the OpenMP variant shares it (``dealt_out``). Where its
     iterations all do the same work, the count of the contiguous blocks alone says it
     (``_imbalance`` counts each iteration's work: 0.1 s of a first call on a million)."""
-    trips = loops[node.lid].t_max + 1
+    trips, threads = loops[node.lid].t_max + 1, IMBALANCE_THREADS
     if not triangular(bound, node):
-        threads = IMBALANCE_THREADS
         return 1.0 if trips < threads else -(-trips // threads) / (trips / threads)
-    if dealt_out(bound, node):
-        chunk = cyclic_chunk(trips, IMBALANCE_THREADS)
-        return _imbalance(analysis, loops, node, sids, chunk=chunk)
-    return _imbalance(analysis, loops, node, sids)
+    chunk = cyclic_chunk(trips, threads) if dealt_out(bound, node) else None
+    return _imbalance(analysis, loops, node, sids, chunk=chunk)
 
 
 def _imbalance(analysis, loops, node: SLoop, sids: list[int], threads: int = 0,
@@ -338,10 +337,9 @@ def _imbalance(analysis, loops, node: SLoop, sids: list[int], threads: int = 0,
         total = work if total is None else total + work
     if total is None or len(total) < threads or not total.sum():
         return 1.0
-    if chunk:
-        shares = [sum(total[k:k + chunk].sum() for k in range(start * chunk, len(total),
-                                                              threads * chunk))
-                  for start in range(threads)]
+    if chunk:   # rounds of ``threads`` chunks: thread t runs the t-th of each
+        rounds = np.pad(total, (0, -len(total) % (threads * chunk))).reshape(-1, threads, chunk)
+        shares = rounds.sum(axis=(0, 2))
     else:
         shares = [c.sum() for c in _split(total, threads)]
     return float(max(shares) / (total.sum() / threads))

@@ -34,6 +34,7 @@ build takes the one of least build plus run, ``asp_core.selection``).
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -148,7 +149,7 @@ def measure_compile(quick: bool, openmp: bool = False) -> dict[str, float]:
     also ``compile_openmp_s``."""
     header = render("loopnest/c_runtime.h.mako").count("\n")
     pairs = list(zip(generated_sources(), generated_sources("openmp") if openmp
-                     else [None] * len(COMPILE_SIZES)))
+                     else itertools.repeat(None)))
     if quick:
         pairs = [pairs[0], pairs[-1]]
     best: dict[int, float] = {}
