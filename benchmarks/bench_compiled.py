@@ -40,6 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from asp_core.platform import query_platform
+from specializers.loopnest.cost.first_use import PROBE_SCRIPT
 
 from . import numba_versions
 
@@ -249,8 +250,7 @@ TINY = {"vadd": dict(n=64), "saxpy": dict(n=64), "hilbert": dict(n=8), "jacobi":
 
 
 # The compiler's version line and the OpenMP probe are kept in the cache once per machine: made
-# before the cold runs, so that none of them pays for it.
-PROBE_SCRIPT = "from asp_core.backends.c import openmp_flags; openmp_flags()"
+# before the cold runs, so that none of them pays for it (``first_use.PROBE_SCRIPT``).
 
 
 def _in_new_process(script: str, args: list[str], cache: Path) -> str:

@@ -78,6 +78,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from specializers.loopnest.cost.first_use import PROBE_SCRIPT
+
 from .selection_worker import CASES, DEFAULT, RULE, Case, case_named, forced_variants
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,8 +101,8 @@ BUSY_LOAD = 1.0              # a load average above this at the start of a quiet
 DROPPED_ENV = ("ASP_BACKEND", "ASP_DISABLE_JIT", "ASP_SELECTION", "ASP_NUM_THREADS",
                "OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE")
 # The compiler's version line and OpenMP probe are kept once per machine: made in the
-# template of the empty caches of first-call mode, so that no first call pays for them.
-PROBE_SCRIPT = "from asp_core.backends.c import openmp_flags; openmp_flags()"
+# template of the empty caches of first-call mode, so that no first call pays for them (as
+# the calibration's first-use measurement has them: ``cost.first_use``).
 
 
 # -- worker processes and busy processes --------------------------------------------------------

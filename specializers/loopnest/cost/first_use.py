@@ -15,6 +15,11 @@ apart by ``coldstart``), then its variant of ``backend`` is built and run on flo
 (the first build), then on float32 arrays (a second build: same code size, new signature).
 The first use is the difference (the best of two processes), or ``None`` where it could not be
 measured.
+
+The compiler probe (``openmp_flags``) is made by a process of its own before the timed one,
+as an earlier process would have made it: made in the timed process, it imported cffi (its C
+parser: about 18 ms here) before the first build, which then measured 20 ms where a first call
+of serial C on a cache holding the probe paid 55 ms more than a second kernel's build.
 """
 
 from __future__ import annotations
@@ -25,13 +30,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+#: Made once per cache folder, in a process of its own (see the module).
+PROBE_SCRIPT = "from asp_core.backends.c import openmp_flags; openmp_flags()"
+
 _SCRIPT = """
 import time
 import numpy as np
-from asp_core.backends.c import openmp_flags
 from specializers.loopnest.cost.probe_kernels import Tiny
-
-openmp_flags()   # the compiler probe: once per cache, as a first process has it
 
 def inputs(dtype):
     return [np.ones(64, dtype) for _ in range(3)]
@@ -51,15 +56,17 @@ print(first - second)
 def measure(backend: str, runs: int = 2) -> float | None:
     """Seconds of ``backend``'s first build in a process beyond a later one (see the
     module); None where no run succeeded."""
-    seconds = best_in_new_processes(_SCRIPT.format(backend=backend), runs, private_cache=True)
+    seconds = best_in_new_processes(_SCRIPT.format(backend=backend), runs, private_cache=True,
+                                    prepare=PROBE_SCRIPT)
     return None if seconds is None else max(0.0, seconds)
 
 
 def best_in_new_processes(script: str, runs: int = 2, private_cache: bool = False,
-                          timeout: float = 300) -> float | None:
+                          timeout: float = 300, prepare: str | None = None) -> float | None:
     """The least of the numbers ``script`` prints last, each run in a new Python process
     that imports this project (``private_cache``: with an empty cache folder of its own, no
-    calibration and no forced backend); None where no run succeeded."""
+    calibration and no forced backend, where ``prepare`` runs first, in a process of its
+    own); None where no run succeeded."""
     root = str(Path(__file__).resolve().parents[3])   # (where asp_core is)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [root] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
@@ -72,6 +79,9 @@ def best_in_new_processes(script: str, runs: int = 2, private_cache: bool = Fals
             if private_cache:
                 env["ASP_CACHE_DIR"] = folder
             try:
+                if prepare is not None and private_cache:
+                    subprocess.run([sys.executable, "-c", prepare], env=env,
+                                   capture_output=True, timeout=timeout, check=True)
                 done = subprocess.run([sys.executable, "-c", script], env=env,
                                       capture_output=True, text=True, timeout=timeout,
                                       check=True)

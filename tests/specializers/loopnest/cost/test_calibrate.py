@@ -100,6 +100,20 @@ def test_the_first_build_of_a_process_is_measured_in_a_new_one():
     assert seconds is not None and 0 <= seconds < 30
 
 
+def test_the_timed_first_build_finds_the_compiler_probe_made_by_an_earlier_process():
+    """As a process after a machine's first has it: the compiler probe in the cache, and
+    nothing of it loaded (made in the timed process, it imported cffi's parser before the
+    first build, which then measured 20 ms of its 55)."""
+    from specializers.loopnest.cost import first_use
+
+    script = ("import os, sys\n"
+              "from pathlib import Path\n"
+              "cache = Path(os.environ['ASP_CACHE_DIR'])\n"
+              "print(float(any(cache.iterdir()) and 'cffi' not in sys.modules))\n")
+    assert first_use.best_in_new_processes(script, runs=1, private_cache=True,
+                                           prepare=first_use.PROBE_SCRIPT) == 1.0
+
+
 def test_compile_time_line_fit():
     from specializers.loopnest.cost.overhead_probes import fit_line
 
