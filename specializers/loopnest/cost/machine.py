@@ -23,9 +23,10 @@ from typing import Any, Mapping
 
 #: Name of the calibration record (``asp_core.calibration``) and its format version.
 CALIBRATION = "loopnest-acm"
-FORMAT = 6   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS;
+FORMAT = 7   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS;
 #            5: the warm call path shortened (dispatch_ns and c_call_ns measured again);
-#            6: compile_openmp_s, compile_first_s
+#            6: compile_openmp_s, compile_first_s; 7: compile_first_s with the compiler probe
+#            made before the timed process (``first_use``)
 
 
 @dataclass(frozen=True)
