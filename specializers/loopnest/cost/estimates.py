@@ -96,7 +96,8 @@ class NestEstimator:
             return None
         m = machine()
         size = profile.size_class
-        seconds, terms = models.python_cost(profile, m)
+        cores, busy = cpu_cores(), others_busy()
+        seconds, terms = models.python_cost(profile, m, 1, cores, busy)
         fixed = terms.pop("entering the nest")   # not part of what the kernel times
         out = [Estimate(ORIGINAL, seconds - fixed, terms, size_class=size, fixed_s=fixed)]
         compiler, openmp = compiled_available()
@@ -115,13 +116,12 @@ class NestEstimator:
                 else build
 
         labels = ["c"]
-        cores, busy = cpu_cores(), others_busy()
         if openmp and profile.regions and not forking.openmp_unusable():
             labels += [openmp_label(threads) for threads in range(2, cores + 1)]
         for label in labels:
             kind, threads = parse_label(label)
             kin = tuple(other for other in reversed(labels) if other != label)
-            seconds, terms = models.c_cost(profile, m) if kind == "c" else \
+            seconds, terms = models.c_cost(profile, m, 1, cores, busy) if kind == "c" else \
                 models.openmp_cost(profile, m, threads, cores, busy)
             out.append(Estimate(label, seconds, terms, cost_to_build(label), size, kin=kin))
         if self._device_profile_of is not None:

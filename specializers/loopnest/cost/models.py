@@ -364,15 +364,32 @@ def _split(values, parts: int):
 Prediction = tuple[float, dict[str, float]]
 
 
-def python_cost(p: NestProfile, m: MachineParams, threads: int = 1) -> Prediction:
+def python_cost(p: NestProfile, m: MachineParams, threads: int = 1, cores: int = 0,
+                busy: float = 0.0) -> Prediction:
+    """The original code: the interpreter's time, on the share of a core the process gets
+    (``running``)."""
+    share = running(1, cores, busy)
     statements = sum(s.instances * (m.py_statement_ns + s.features.cost(m.py_op_ns) +
                                     s.features[SUBSCRIPT] * m.py_subscript_ns) *
                      (GUARDED_SHARE if s.guarded else 1.0)
-                     for s in p.statements)
-    loops = p.iterations * m.py_iteration_ns
+                     for s in p.statements) / share
+    loops = p.iterations * m.py_iteration_ns / share
     terms = {"statements": statements * 1e-9, "loop iterations": loops * 1e-9,
-             "entering the nest": m.py_call_ns * 1e-9}
+             "entering the nest": m.py_call_ns * 1e-9 / share}
     return sum(terms.values()), terms
+
+
+def running(threads: int, cores: int, busy: float) -> float:
+    """The cores ``threads`` runnable threads get where other processes keep ``busy`` cores
+    busy (of ``cores``, the affinity mask's; 0: as many as threads): all they ask for while
+    the runnable threads fit the cores, else their share of them (the scheduler's, fair per
+    thread). Serial code too runs slower on a busy machine: with two busy processes on two
+    cores, a third runnable thread gets two thirds of a core. (While only OpenMP's time
+    counted the load, serial C's slowdown went into its measured correction, which an OpenMP
+    variant not measured yet borrows: the load counted twice kept serial C where two threads
+    ran 1.5 to 1.8 times faster.)"""
+    cores = cores or threads
+    return threads * min(1.0, cores / (threads + busy)) if threads + busy > cores else threads
 
 
 def _compute_ns(s: StatementProfile, m: MachineParams, vector: bool) -> float:
@@ -384,6 +401,8 @@ def _memory_s(p: NestProfile, m: MachineParams, threads: float) -> float:
     """Bytes moved over the bandwidth of ``threads`` (a fraction where a busy machine
     leaves a team less than its cores: interpolated between the measured counts)."""
     moved = sum(s.instances * s.bytes for s in p.statements)
+    if threads < 1.0:   # a share of one core's time: its bandwidth that share of the time
+        return _memory_s(p, m, 1.0) / threads
     if p.footprint <= m.cache_bytes:
         rate = m.cache_bandwidth * min(max(threads, 1.0), 2.0)
     else:
@@ -395,10 +414,13 @@ def _memory_s(p: NestProfile, m: MachineParams, threads: float) -> float:
     return moved / rate
 
 
-def c_cost(p: NestProfile, m: MachineParams, threads: int = 1) -> Prediction:
-    compute = sum(_compute_ns(s, m, s.vector) for s in p.statements) * 1e-9
-    compute += p.iterations * m.c_iteration_ns * 1e-9
-    memory = _memory_s(p, m, 1)
+def c_cost(p: NestProfile, m: MachineParams, threads: int = 1, cores: int = 0,
+           busy: float = 0.0) -> Prediction:
+    """Serial C, on the share of a core the process gets (``running``)."""
+    share = running(1, cores, busy)
+    compute = sum(_compute_ns(s, m, s.vector) for s in p.statements) * 1e-9 / share
+    compute += p.iterations * m.c_iteration_ns * 1e-9 / share
+    memory = _memory_s(p, m, share)
     terms = {"compute": compute, "memory": memory, "call": m.c_call_ns * 1e-9}
     return max(compute, memory) + terms["call"], terms
 
@@ -410,8 +432,7 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
     of them (the scheduler's), and each barrier or region waits for a thread that may be
     descheduled: they cost ``OVERSUBSCRIBED`` times more per thread too many."""
     cores = cores or threads
-    effective = threads * min(1.0, cores / (threads + busy)) if threads + busy > cores \
-        else threads
+    effective = running(threads, cores, busy)
     waiting = 1.0 + OVERSUBSCRIBED * max(0.0, threads + busy - cores)
     parallel = sum(_compute_ns(s, m, s.vector_omp) for s in p.statements if s.parallel) * 1e-9
     serial = sum(_compute_ns(s, m, s.vector) for s in p.statements if not s.parallel) * 1e-9
