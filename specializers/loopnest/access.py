@@ -42,6 +42,15 @@ class LoopInfo(Node):
     step: Poly
     predicate: str | None
 
+    @property
+    def constant_trips(self) -> int | None:
+        """The loop's trip count where its bounds are constants (``range(5)``), else None."""
+        start, stop, step = self.start.const.constant, self.stop.const.constant, \
+            self.step.constant
+        if self.start.terms or self.stop.terms or None in (start, stop, step) or step == 0:
+            return None
+        return max(0, -(-(stop - start) // step))
+
 
 @dataclass(frozen=True)
 class StatementInfo(Node):

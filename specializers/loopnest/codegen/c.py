@@ -40,6 +40,7 @@ from asp_core.templates import render
 from .. import dast as d
 from ..analysis.binding import DIRECT, SHIFTED, BoundAccess
 from ..pretty import expression
+from ..schedule.allen_kennedy import unrolled
 from ..schedule.tree import SLoop, SStmt, STile
 from ..typeinfer import Ty, TypeInfo
 from .cexpr import CExpression, c_identifier, check_supported_types, ctype
@@ -682,7 +683,22 @@ class CEmitter:
                   f"asp_t_{var} * (uint64_t)asp_step_{var});")
 
     def pragmas(self, loop: d.Loop, node: SLoop) -> list[str]:
-        return []
+        """A loop that is, with the loops perfectly nested in it, a band of few constant
+        iterations (``schedule.allen_kennedy.unrolled``) is unrolled completely, so that the
+        loop around it is vectorized over its straight-line body: left to itself, gcc
+        vectorized a convolution's 5-iteration tap loop, across a runtime stride, instead of
+        the image loop around it (9 GFLOP/s instead of 16)."""
+        if not self.unrolled(node):
+            return []
+        return [f"#pragma GCC unroll {self.b.analysis.access.loop(node.lid).constant_trips}"]
+
+    def unrolled(self, node: SLoop) -> bool:
+        """Whether ``node`` and the loops perfectly nested in it are unrolled completely."""
+        band = [node]
+        while len(band[-1].body) == 1 and isinstance(band[-1].body[0], SLoop):
+            band.append(band[-1].body[0])
+        return not any(isinstance(child, (SLoop, STile)) for child in band[-1].body) and \
+            unrolled(self.b.analysis.access, [n.lid for n in band])
 
     def statement(self, stmt: d.Assign, node: SStmt) -> None:
         lines = self.b.assignment(stmt)

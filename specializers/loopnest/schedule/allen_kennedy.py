@@ -269,7 +269,7 @@ def _with_locality(ctx: _Context, node: SLoop, stmts: frozenset[int], edges: lis
         if info.predicate or (set(info.start.variables) | set(info.stop.variables)) & variables:
             return node
     best = _unit_stride_loop(ctx, stmts, band)
-    if best is None or best == band[-1]:
+    if best is None or best == band[-1] or unrolled(ctx.access, band[band.index(best) + 1:]):
         return node
     order = [l for l in band if l != best] + [best]
     # ``edges`` holds the dependences not yet satisfied by an enclosing sequential loop; a
@@ -291,6 +291,28 @@ def _with_locality(ctx: _Context, node: SLoop, stmts: frozenset[int], edges: lis
     for l, parallel in reversed(list(zip(order, flags))):
         inner = (SLoop(l, parallel, inner, reductions[l] if parallel else (), private, last),)
     return inner[0]
+
+
+#: Loops of constant trip counts, at most this many iterations in all, inside the loop of unit
+#: stride keep it outside them: the C compiler unrolls them completely (``unrolled``; the C
+#: variants ask for it) and vectorizes that loop over their straight-line body, each of its
+#: iterations keeping its own order. A 5 x 5 'valid' convolution (``out[i, j] += img[i + p,
+#: j + q] * w[p, q]``) ran at 16 GFLOP/s in that order against 9 with j moved inside p and q
+#: (3 x 3 taps: 12 against 6); 7 x 7 taps, unrolled, ran 1.5 times slower outside (gcc 12,
+#: -O3, n = 2000).
+UNROLLED_TRIPS = 25
+
+
+def unrolled(access: AccessInfo, lids: list[int]) -> bool:
+    """Whether the loops ``lids`` (a perfect band, outermost first) all have constant trip
+    counts, at most ``UNROLLED_TRIPS`` in all: a band the compiler unrolls completely."""
+    trips = 1
+    for lid in lids:
+        count = access.loop(lid).constant_trips
+        if count is None:
+            return False
+        trips *= count
+    return bool(lids) and trips <= UNROLLED_TRIPS
 
 
 def _unit_stride_loop(ctx: _Context, stmts: frozenset[int], band: list[int]) -> int | None:

@@ -115,3 +115,33 @@ def test_cdef_matches_the_entry():
     module = module_for(*arrays())
     assert f" {module.entry}(void * A, int64_t A_n0, int64_t A_n1," in module.cdef
     assert "typedef struct { asp_error err; double v_total; int32_t w_total; }" in module.cdef
+
+
+TAPS = """\
+from specializers.loopnest import LoopKernel
+
+
+class Kernel(LoopKernel):
+    def kernel(self, img, w, out):
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                for p in range(3):
+                    for q in range(3):
+                        out[i, j] += img[i + p, j + q] * w[p, q]
+"""
+
+
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+def test_a_few_constant_taps_are_unrolled_inside_the_vectorized_loop(backend):
+    """The taps of a 3 x 3 convolution are asked to be unrolled completely (9 iterations,
+    ``schedule.allen_kennedy.UNROLLED_TRIPS``), inside the image loop j, and the result is
+    the original code's, bit for bit (each element's taps in Python's order)."""
+    rng = np.random.default_rng(3)
+    img, w = rng.random((40, 37)), rng.random((3, 3))
+    module = module_for(img, w, np.zeros((38, 35)), source=TAPS, backend=backend)
+    assert module.source.count("#pragma GCC unroll 3") == 2
+    Kernel, _ = load_kernel(TAPS)
+    ours, expected = np.zeros((38, 35)), np.zeros((38, 35))
+    Kernel(backend=backend, strict=True).kernel(img, w, ours)
+    Kernel().original_kernel(img, w, expected)
+    assert np.array_equal(ours, expected)

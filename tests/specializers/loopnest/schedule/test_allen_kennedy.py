@@ -94,3 +94,44 @@ def test_sequential_loop_around_parallel_inner_loops():
     (outer,) = plan.schedule.root
     # interchange is legal here too: i moves out and runs in parallel, t stays sequential
     assert per_statement(plan) == [(("t",), ("i",), ())]
+
+
+def _order(a, plan) -> list[str]:
+    loops = {l.lid: l.var for l in a.access.loops}
+    node, order = plan.schedule.root[0], []
+    while isinstance(node, SLoop):
+        order.append(loops[node.lid])
+        node = node.body[0]
+    return order
+
+
+def test_the_unit_stride_loop_stays_outside_a_few_constant_iterations():
+    """A 3 x 3 convolution's taps are unrolled by the compiler: the image loop j stays around
+    them, vectorized over their straight-line body; 7 x 7 taps (49 iterations, more than
+    UNROLLED_TRIPS) or taps of runtime bounds move inside it as before."""
+    def taps3(self, img, w, out):
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                for p in range(3):
+                    for q in range(3):
+                        out[i, j] += img[i + p, j + q] * w[p, q]
+
+    def taps7(self, img, w, out):
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                for p in range(7):
+                    for q in range(7):
+                        out[i, j] += img[i + p, j + q] * w[p, q]
+
+    def taps_of_w(self, img, w, out):
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                for p in range(w.shape[0]):
+                    for q in range(w.shape[1]):
+                        out[i, j] += img[i + p, j + q] * w[p, q]
+
+    for kernel, k, order in [(taps3, 3, ["i", "j", "p", "q"]), (taps7, 7, ["i", "p", "q", "j"]),
+                             (taps_of_w, 3, ["i", "p", "q", "j"])]:
+        a, plan = plan_of(kernel, img=np.zeros((20, 20)), w=np.zeros((k, k)),
+                          out=np.zeros((20 - k + 1, 20 - k + 1)))
+        assert _order(a, plan) == order, kernel.__name__
