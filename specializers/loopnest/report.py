@@ -134,11 +134,12 @@ def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=(), runn
 
 def tiles_text(runner, backend: str | None) -> list[str]:
     """The bands the variant that ran tiled (``schedule.tiling``), with their blocks and why,
-    and the loops it unrolled and jammed in their blocks."""
+    the loops it unrolled and jammed in their blocks, and the few constant iterations it
+    unrolled completely (``codegen.c.CEmitter.pragmas``)."""
     for variant in runner._executors.values():
         module = getattr(variant, "module", None)
         if module is not None and getattr(variant, "backend", backend) == backend and \
-                getattr(module, "tiles", ()):
+                (getattr(module, "tiles", ()) or getattr(module, "jams", ())):
             return [f"  {backend}: {text}" for text in module.tiles + module.jams]
     return []
 

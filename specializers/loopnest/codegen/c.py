@@ -383,7 +383,7 @@ class CModuleBuilder:
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
                        tuple(self.error_sites), self.variant == "openmp", can_fail, beyond,
                        packed, tuple(band.describe() for band in self.tiled),
-                       tuple(dict.fromkeys(emitter.jams)))
+                       tuple(dict.fromkeys(emitter.jams + emitter.unrolled_notes())))
 
     @staticmethod
     def cdef(entry: str, out_type: str, params: list[str], fields: list[str]) -> str:
@@ -436,6 +436,14 @@ JAM_OUTER = 2
 JAM_COPIES = 16
 
 
+def _band(node: SLoop) -> list[SLoop]:
+    """``node`` and the loops perfectly nested in it, outermost first."""
+    band = [node]
+    while len(band[-1].body) == 1 and isinstance(band[-1].body[0], SLoop):
+        band.append(band[-1].body[0])
+    return band
+
+
 class CEmitter:
     """Prints the walk of a schedule as serial C (statements in source form, loops as
     ``for`` with bounds computed once)."""
@@ -448,6 +456,7 @@ class CEmitter:
         self.jam_into: int | None = None   # the band's last loop, which the jams go into
         self.jam_ivdep = False   # ...whose arrays share no memory (``_jammed_block``)
         self.jams: list[str] = []   # what was jammed, for ``explain()`` (``CModule.jams``)
+        self.unrolled_bands: set[tuple[int, ...]] = set()   # (``pragmas``)
         # the loops being jammed, outermost first: (variable, its counter, iterations)
         self.jam_stack: list[tuple[str, str, int]] = []
 
@@ -690,13 +699,28 @@ class CEmitter:
         the image loop around it (9 GFLOP/s instead of 16)."""
         if not self.unrolled(node):
             return []
-        return [f"#pragma GCC unroll {self.b.analysis.access.loop(node.lid).constant_trips}"]
+        access = self.b.analysis.access
+        self.unrolled_bands.add(tuple(n.lid for n in _band(node)))
+        return [f"#pragma GCC unroll {access.loop(node.lid).constant_trips}"]
+
+    def unrolled_notes(self) -> list[str]:
+        """The bands unrolled completely, for ``explain()`` (each once: not the bands inside
+        them, whose loops got the pragma too)."""
+        notes = []
+        for band in sorted(self.unrolled_bands):
+            if any(set(band) < set(other) for other in self.unrolled_bands):
+                continue
+            trips = 1
+            for lid in band:
+                trips *= self.b.analysis.access.loop(lid).constant_trips
+            notes.append(f"{', '.join(self.b.loops[lid].var for lid in band)} unrolled "
+                         f"completely ({trips} iterations): the loop around them is vectorized "
+                         "over their body")
+        return notes
 
     def unrolled(self, node: SLoop) -> bool:
         """Whether ``node`` and the loops perfectly nested in it are unrolled completely."""
-        band = [node]
-        while len(band[-1].body) == 1 and isinstance(band[-1].body[0], SLoop):
-            band.append(band[-1].body[0])
+        band = _band(node)
         return not any(isinstance(child, (SLoop, STile)) for child in band[-1].body) and \
             unrolled(self.b.analysis.access, [n.lid for n in band])
 

@@ -140,6 +140,9 @@ def test_a_few_constant_taps_are_unrolled_inside_the_vectorized_loop(backend):
     img, w = rng.random((40, 37)), rng.random((3, 3))
     module = module_for(img, w, np.zeros((38, 35)), source=TAPS, backend=backend)
     assert module.source.count("#pragma GCC unroll 3") == 2
+    assert [note for note in module.jams if "unrolled completely" in note] == [
+        "p, q unrolled completely (9 iterations): the loop around them is vectorized over "
+        "their body"]   # (what explain() shows)
     Kernel, _ = load_kernel(TAPS)
     ours, expected = np.zeros((38, 35)), np.zeros((38, 35))
     Kernel(backend=backend, strict=True).kernel(img, w, ours)
