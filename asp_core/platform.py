@@ -136,8 +136,14 @@ def cpu_cores() -> int:
 
 
 class _Load:
-    """Cores other processes keep busy, from ``/proc/stat`` (busy time of all cores over the
-    last interval, less this process's own CPU time), sampled at most every ``every`` s."""
+    """Cores other processes would keep busy, from ``/proc/stat``, sampled at most every
+    ``every`` s: the busy time of all cores over the last interval less this process's own
+    CPU time, or, where more, the threads runnable at the sample less this one
+    (``procs_running``). The busy time alone understates a demand the cores cannot meet:
+    beside two processes spinning on two cores, this process's thread takes a third of the
+    cores' time, and the others' busy time read 1.3 cores where they ask for 2 (so serial C
+    was priced as running on 0.86 of a core where it got 0.67, and OpenMP's team on 1.2 where
+    it got 1.0). Each sample is averaged with what was seen before."""
 
     every = 0.2
 
@@ -154,10 +160,12 @@ class _Load:
         with self.lock:
             if now - self.when < self.every:
                 return self.others
-            busy, own = _busy_jiffies(), time.process_time()
+            busy, running = _proc_stat()
+            own = time.process_time()
             if busy is not None and self.busy is not None and now > self.when:
                 cores_busy = (busy - self.busy) / _HZ / (now - self.when)
-                others = max(0.0, cores_busy - (own - self.own) / (now - self.when))
+                others = max(0.0, cores_busy - (own - self.own) / (now - self.when),
+                             (running or 1) - 1)
                 # a short interval is noisy: average it with what was seen before
                 self.others = others if self.when == 0 else 0.5 * (self.others + others)
             elif hasattr(os, "getloadavg"):  # a first guess: the 1-minute load, less us
@@ -169,18 +177,32 @@ class _Load:
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def _busy_jiffies() -> int | None:
-    """Jiffies all cores spent busy since boot (``/proc/stat``'s first line), or None."""
+def _proc_stat() -> tuple[int | None, int | None]:
+    """(jiffies all cores spent busy since boot, threads runnable now) from ``/proc/stat``,
+    each None where it cannot be read."""
     try:
         with open("/proc/stat", "rb") as f:
-            fields = f.readline().split()
+            text = f.read()
     except OSError:
-        return None
-    if not fields or fields[0] != b"cpu":
-        return None
-    values = [int(v) for v in fields[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0)   # idle and iowait
-    return sum(values[:8]) - idle
+        return None, None
+    return parse_proc_stat(text)
+
+
+def parse_proc_stat(text: bytes) -> tuple[int | None, int | None]:
+    """``_proc_stat`` of the text of ``/proc/stat``: the first line's busy jiffies (all but
+    idle and iowait), and ``procs_running``."""
+    busy = running = None
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if fields[0] == b"cpu" and busy is None:
+            values = [int(v) for v in fields[1:]]
+            idle = values[3] + (values[4] if len(values) > 4 else 0)   # idle and iowait
+            busy = sum(values[:8]) - idle
+        elif fields[0] == b"procs_running" and len(fields) > 1:
+            running = int(fields[1])
+    return busy, running
 
 
 others_busy = _Load()

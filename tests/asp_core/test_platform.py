@@ -75,3 +75,35 @@ def test_cpuinfo_doctest():
     import doctest
 
     assert doctest.testmod(platform).failed == 0
+
+
+def test_proc_stat_gives_busy_jiffies_and_runnable_threads():
+    text = (b"cpu  100 5 50 1000 20 3 2 1 0 0\n"
+            b"cpu0 50 2 25 500 10 1 1 0 0 0\n"
+            b"intr 12345\nctxt 999\nprocs_running 3\nprocs_blocked 0\n")
+    assert platform.parse_proc_stat(text) == (100 + 5 + 50 + 3 + 2 + 1, 3)
+    assert platform.parse_proc_stat(b"cpu  1 2 3 4\n") == (6, None)
+
+
+def test_processes_that_want_the_cores_count_as_busy(monkeypatch):
+    """Two processes spinning on a machine of two cores want both, though beside this one
+    they get four thirds of them: their runnable threads count, not only their busy time."""
+    import sys
+    import time
+
+    if not os.path.exists("/proc/stat"):
+        import pytest
+        pytest.skip("no /proc/stat here: the load is the load average's guess")
+    spinners = [__import__("subprocess").Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(2)]
+    try:
+        load = platform._Load()
+        monkeypatch.setattr(load, "every", 0.05)
+        deadline = time.monotonic() + 0.6
+        while time.monotonic() < deadline:   # (this thread busy too, as a kernel's call)
+            seen = load()
+        assert seen >= 1.5
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
