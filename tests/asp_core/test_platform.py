@@ -1,6 +1,11 @@
 """platform: cores, compilers, OpenMP, nvcc and CUDA devices, each reported or marked absent."""
 
 import os
+import subprocess
+import sys
+import time
+
+import pytest
 
 from asp_core import platform
 
@@ -88,14 +93,9 @@ def test_proc_stat_gives_busy_jiffies_and_runnable_threads():
 def test_processes_that_want_the_cores_count_as_busy(monkeypatch):
     """Two processes spinning on a machine of two cores want both, though beside this one
     they get four thirds of them: their runnable threads count, not only their busy time."""
-    import sys
-    import time
-
     if not os.path.exists("/proc/stat"):
-        import pytest
         pytest.skip("no /proc/stat here: the load is the load average's guess")
-    spinners = [__import__("subprocess").Popen([sys.executable, "-c", "while True: pass"])
-                for _ in range(2)]
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
         load = platform._Load()
         monkeypatch.setattr(load, "every", 0.05)

@@ -41,7 +41,7 @@ from .. import dast as d
 from ..analysis.binding import DIRECT, SHIFTED, BoundAccess
 from ..pretty import expression
 from ..schedule.allen_kennedy import unrolled
-from ..schedule.tree import SLoop, SStmt, STile
+from ..schedule.tree import SLoop, SStmt, STile, perfect_chain
 from ..typeinfer import Ty, TypeInfo
 from .cexpr import CExpression, c_identifier, check_supported_types, ctype
 from .ranges import loop_ranges
@@ -436,14 +436,6 @@ JAM_OUTER = 2
 JAM_COPIES = 16
 
 
-def _band(node: SLoop) -> list[SLoop]:
-    """``node`` and the loops perfectly nested in it, outermost first."""
-    band = [node]
-    while len(band[-1].body) == 1 and isinstance(band[-1].body[0], SLoop):
-        band.append(band[-1].body[0])
-    return band
-
-
 class CEmitter:
     """Prints the walk of a schedule as serial C (statements in source form, loops as
     ``for`` with bounds computed once)."""
@@ -697,11 +689,10 @@ class CEmitter:
         loop around it is vectorized over its straight-line body: left to itself, gcc
         vectorized a convolution's 5-iteration tap loop, across a runtime stride, instead of
         the image loop around it (9 GFLOP/s instead of 16)."""
-        if not self.unrolled(node):
+        if not self.unrolled_band(node):
             return []
-        access = self.b.analysis.access
-        self.unrolled_bands.add(tuple(n.lid for n in _band(node)))
-        return [f"#pragma GCC unroll {access.loop(node.lid).constant_trips}"]
+        self.unrolled_bands.add(tuple(n.lid for n in perfect_chain(node)))
+        return [f"#pragma GCC unroll {self.b.analysis.access.loop(node.lid).constant_trips}"]
 
     def unrolled_notes(self) -> list[str]:
         """The bands unrolled completely, for ``explain()`` (each once: not the bands inside
@@ -718,9 +709,9 @@ class CEmitter:
                          "over their body")
         return notes
 
-    def unrolled(self, node: SLoop) -> bool:
+    def unrolled_band(self, node: SLoop) -> bool:
         """Whether ``node`` and the loops perfectly nested in it are unrolled completely."""
-        band = _band(node)
+        band = perfect_chain(node)
         return not any(isinstance(child, (SLoop, STile)) for child in band[-1].body) and \
             unrolled(self.b.analysis.access, [n.lid for n in band])
 

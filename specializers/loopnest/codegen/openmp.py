@@ -336,14 +336,6 @@ class OpenMPEmitter(CEmitter):
             if simd and innermost and not fails and not self._ordered([node]) and \
                     (node.reductions or self._arrays(node) & self.b.aliased):
                 self.line("#pragma omp simd" + self._clauses([node], simd=True))
-            elif simd and not fails and len(node.body) == 1 and \
-                    isinstance(node.body[0], SLoop) and self.unrolled(node.body[0]) and \
-                    not self._arrays(node) & self.b.aliased:
-                # vectorized over an unrolled band (``CEmitter.pragmas``): in an OpenMP
-                # region's outlined function the arrays lose ``restrict``, and gcc gave up
-                # versioning the loop for the aliasing of a convolution's 25 taps (31 GFLOP/s
-                # on two threads where serial C ran 25)
-                self.line("#pragma GCC ivdep")
             else:
                 for pragma in self.pragmas(loop, node):   # (a few constant iterations)
                     self.line(pragma)
