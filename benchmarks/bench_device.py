@@ -6,8 +6,8 @@ OpenMP, side by side in one run, and nvcc's register report for the generated CU
 Per example, at one mid-to-large size, every variant is called in turn in each round (warm:
 built and called once before), a burst of calls per turn; the best call of all rounds is
 reported, and the ratios to OpenMP. Then the cost of one iteration of a host-driven time
-loop (two launches), with OpenCL's compiled host loop, with the loop in Python, and under the
-CUDA emulation. The first call of the OpenCL variant (its build by the
+loop (two launches), on OpenCL and under the CUDA emulation, each with its compiled host loop
+and with the loop in Python. The first call of the OpenCL variant (its build by the
 device compiler, counted) is reported apart, and so is the cost model's prediction for the
 OpenCL variant's call (the sum over the nests of its ``opencl`` estimate, from this
 machine's device calibration, ``cost.device_calibrate``) over the time measured. The second table compiles the CUDA of each nest
@@ -102,10 +102,11 @@ HOST_STEPS = (100, 1100)
 
 def host_loop_cost(rounds: int) -> dict[str, float]:
     """Seconds per iteration of ``TwoSweeps``' host loop on 16 elements (the kernels do almost
-    nothing: the launches are the cost), for OpenCL with its compiled host loop, OpenCL with
-    the loop in Python (the compiled one switched off), and emulated CUDA (a Python loop):
-    the best of ``rounds`` of each, from the difference of two runs of ``HOST_STEPS``."""
+    nothing: the launches are the cost), for OpenCL and emulated CUDA, each with its compiled
+    host loop and with the loop in Python (the compiled one switched off): the best of
+    ``rounds`` of each, from the difference of two runs of ``HOST_STEPS``."""
     from asp_core.backends import opencl
+    from specializers.loopnest import device_variants
 
     def per_iteration(backend: str) -> float:
         kernel = TwoSweeps(backend=backend, strict=True)
@@ -127,7 +128,13 @@ def host_loop_cost(rounds: int) -> dict[str, float]:
         costs["opencl, loop in Python"] = per_iteration("opencl")
     finally:
         opencl.host_loop_available = available
-    costs["cuda-emulated, loop in Python"] = per_iteration("cuda-emulated")
+    costs["cuda-emulated, compiled host loop"] = per_iteration("cuda-emulated")
+    compiled = device_variants._CudaLaunches.host_loop
+    device_variants._CudaLaunches.host_loop = lambda *args: False
+    try:
+        costs["cuda-emulated, loop in Python"] = per_iteration("cuda-emulated")
+    finally:
+        device_variants._CudaLaunches.host_loop = compiled
     return costs
 
 

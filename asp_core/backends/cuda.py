@@ -5,6 +5,12 @@ and its absence, or the absence of a GPU, raises ``BackendUnavailable``, which a
 treats as a reason to pick another variant. Modules are compiled by ``asp_core.backends.nvcc``
 (cached on disk) for the device's own architecture and loaded with ``module_from_buffer``.
 
+Launches from compiled code (``backends.launches``: grids within the device's limits, host
+loops) call the driver's ``cuLaunchKernel`` themselves, with the ``CUfunction`` handles of the
+same cubin loaded through the driver's ``cuModuleLoadData`` (pycuda does not expose its
+handles); arrays stay pycuda's (``GPUArray``, their device address ``int(a.gpudata)``) and the
+context is pycuda's primary one, which the driver calls use as the current context.
+
     module = load_cuda_module(source)
     x = to_device(np.arange(10.0))
     module.get_function("scale")(x, np.float64(2.0), np.int32(10), grid=(1, 1, 1), block=(32, 1, 1))
@@ -14,10 +20,10 @@ treats as a reason to pick another variant. Modules are compiled by ``asp_core.b
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..errors import BackendUnavailable
+from ..errors import AspError, BackendUnavailable
 from .nvcc import compile_cuda
 
 
@@ -71,13 +77,91 @@ class CudaKernel:
         self.function(*args, grid=grid3, block=block3)
 
 
+class CudaLaunchError(AspError):
+    """A launch made through the driver's ``cuLaunchKernel`` (``launches``) failed."""
+
+
+#: The driver library's own entry points that pycuda does not give: a module's function
+#: handles, and ``cuLaunchKernel`` for launch sequences in compiled code (``launches``).
+_DRIVER_CDEF = """
+int cuModuleLoadData(void **module, const void *image);
+int cuModuleGetFunction(void **function, void *module, const char *name);
+int cuLaunchKernel(void *, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
+                   unsigned int, unsigned int, void *, void **, void **);
+int cuGetErrorName(int error, const char **name);
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _driver_api() -> tuple[Any, Any]:
+    """(ffi, library) of the CUDA driver library, as pycuda loaded it (``libcuda``)."""
+    import ctypes.util
+
+    import cffi
+
+    cuda_context()
+    ffi = cffi.FFI()
+    ffi.cdef(_DRIVER_CDEF)
+    names = [ctypes.util.find_library("cuda"), "libcuda.so.1", "libcuda.so"]
+    for name in filter(None, names):
+        try:
+            return ffi, ffi.dlopen(name)
+        except OSError:
+            continue
+    raise BackendUnavailable("the CUDA driver library (libcuda) cannot be opened by name")
+
+
+def _check(code: int, what: str) -> None:
+    if code:
+        raise CudaLaunchError(f"{what} failed: {error_name(code)}")
+
+
+
+def error_name(code: int) -> str:
+    """The driver's name of error ``code`` (``CUDA_ERROR_...``)."""
+    ffi, lib = _driver_api()
+    name = ffi.new("const char **")
+    if lib.cuGetErrorName(code, name) or name[0] == ffi.NULL:
+        return f"CUDA error {code}"
+    return ffi.string(name[0]).decode()
+
+
 @dataclass(eq=False)
 class CudaModule:
     module: Any
     arch: str
+    cubin: bytes = b""
+    #: the module loaded through the driver's own entry points, and its kernels' handles
+    _driver_module: Any = field(default=None, repr=False)
+    _handles: dict[str, int] = field(default_factory=dict, repr=False)
 
     def get_function(self, name: str) -> CudaKernel:
         return CudaKernel(self.module.get_function(name), name)
+
+    def launch_address(self) -> int:
+        """The address of the driver's ``cuLaunchKernel`` (for ``backends.launches``)."""
+        ffi, lib = _driver_api()
+        return int(ffi.cast("uintptr_t", ffi.addressof(lib, "cuLaunchKernel")))
+
+    def function_address(self, name: str) -> int:
+        """The ``CUfunction`` of kernel ``name``, for ``launch_address``'s function: from the
+        module loaded once more through the driver's own entry points (pycuda's objects do
+        not expose their handles)."""
+        if name not in self._handles:
+            ffi, lib = _driver_api()
+            if self._driver_module is None:
+                module = ffi.new("void **")
+                _check(lib.cuModuleLoadData(module, ffi.from_buffer(self.cubin)),
+                       "loading the module")
+                self._driver_module = module[0]
+            function = ffi.new("void **")
+            _check(lib.cuModuleGetFunction(function, self._driver_module, name.encode()),
+                   f"finding kernel {name}")
+            self._handles[name] = int(ffi.cast("uintptr_t", function[0]))
+        return self._handles[name]
+
+    def launch_error(self, code: int, what: str) -> Exception:
+        return CudaLaunchError(f"{what} failed: {error_name(code)}")
 
 
 def load_cuda_module(source: str, *, device: int = 0, options: Sequence[str] = ()) -> CudaModule:
@@ -85,7 +169,21 @@ def load_cuda_module(source: str, *, device: int = 0, options: Sequence[str] = (
     cuda_context(device)
     arch = device_architecture(device)
     cubin = compile_cuda(source, arch=arch, target="cubin", options=options)
-    return CudaModule(_driver().module_from_buffer(cubin), arch)
+    return CudaModule(_driver().module_from_buffer(cubin), arch, bytes(cubin))
+
+
+def grid_limits(device: int = 0):
+    """The ``launches.GridLimits`` of ``device``, from its attributes."""
+    from .launches import BLOCK_THREADS, GridLimits
+
+    cuda_context(device)
+    drv = _driver()
+    a = drv.device_attribute
+    attrs = drv.Device(device).get_attributes()
+    return GridLimits(
+        min(BLOCK_THREADS, attrs[a.MAX_THREADS_PER_BLOCK]),
+        (attrs[a.MAX_BLOCK_DIM_X], attrs[a.MAX_BLOCK_DIM_Y], attrs[a.MAX_BLOCK_DIM_Z]),
+        (attrs[a.MAX_GRID_DIM_X], attrs[a.MAX_GRID_DIM_Y], attrs[a.MAX_GRID_DIM_Z]))
 
 
 def to_device(array):

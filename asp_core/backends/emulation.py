@@ -140,6 +140,11 @@ def emulation_source(source: str) -> tuple[str, str]:
         decl = "".join(f", {'void *' if p.is_pointer else p.ctype} {p.name}" for p in params)
         cdefs.append(f"int asp_launch_{name}(unsigned int gx, unsigned int gy, unsigned int gz, "
                      f"unsigned int bx, unsigned int by, unsigned int bz{decl});")
+        cdefs.append(f"int asp_params_{name}(unsigned int, unsigned int, unsigned int, "
+                     "unsigned int, unsigned int, unsigned int, void **);")
+    cdefs.append("int asp_emulated_launch(void *, unsigned int, unsigned int, unsigned int, "
+                 "unsigned int, unsigned int, unsigned int, unsigned int, void *, void **, "
+                 "void **);")
     cdefs.append("void asp_set_order_seed(unsigned long long seed);")
     return text, "\n".join(cdefs)
 
@@ -171,8 +176,13 @@ class EmulatedKernel:
                 converted.append(arg.item() if isinstance(arg, np.generic) else arg)
         code = self._launch(*grid3, *block3, *converted)
         if code:
-            raise BarrierDivergence(f"emulated launch of {self.name} (grid {grid3}, block "
-                                    f"{block3}) stopped: {_FAILURES.get(code, code)}")
+            raise launch_error(code, f"emulated launch of {self.name} (grid {grid3}, block "
+                                     f"{block3})")
+
+
+def launch_error(code: int, what: str) -> BarrierDivergence:
+    """The error of an emulated launch (``what``) that returned ``code``."""
+    return BarrierDivergence(f"{what} stopped: {_FAILURES.get(code, code)}")
 
 
 @dataclass(eq=False)
@@ -187,6 +197,23 @@ class EmulatedModule:
         pseudo-random order drawn from ``seed`` (0: in order, the default), as a GPU may run
         them in any order."""
         self.module.function("asp_set_order_seed")(seed)
+
+    def launch_address(self) -> int:
+        """The address of the module's launch of ``cuLaunchKernel``'s signature
+        (``asp_emulated_launch``: for ``backends.launches``)."""
+        return self._address("asp_emulated_launch")
+
+    def function_address(self, name: str) -> int:
+        """What ``launch_address``'s function takes for kernel ``name``."""
+        self.get_function(name)
+        return self._address(f"asp_params_{name}")
+
+    def launch_error(self, code: int, what: str) -> Exception:
+        return launch_error(code, what)
+
+    def _address(self, symbol: str) -> int:
+        ffi = self.module.ffi
+        return int(ffi.cast("uintptr_t", self.module.function(symbol)))
 
     def get_function(self, name: str) -> EmulatedKernel:
         if name not in self.kernels:

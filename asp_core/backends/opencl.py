@@ -160,25 +160,19 @@ def enqueue(kernel: Any, global_size: tuple[int, ...],
     _cl().enqueue_nd_range_kernel(queue(), kernel, global_size, local_size)
 
 
-_HOST_LOOP_CDEF = ("int32_t asp_opencl_host_loop(void *, void *, void *, int64_t, int64_t, "
-                   "int64_t, int32_t, void **, const int32_t *, const int32_t *, "
-                   "const int32_t *, const int64_t *);")
 _OPENCL_CDEF = ("int32_t clSetKernelArg(void *, uint32_t, size_t, const void *);\n"
                 "int32_t clEnqueueNDRangeKernel(void *, void *, uint32_t, const size_t *, "
                 "const size_t *, const size_t *, uint32_t, const void *, void *);")
 
 
 @functools.lru_cache(maxsize=1)
-def _host_loop() -> tuple[Any, int, int, Any] | None:
-    """The compiled host loop (``templates/asp_core/opencl_host_loop.c.mako``) and the
-    addresses of the two OpenCL entry points it calls, or None where the process's OpenCL
-    library cannot be opened by name."""
+def _entry_points() -> tuple[int, int, Any] | None:
+    """The addresses of the two OpenCL entry points a compiled host loop calls
+    (``launches.opencl_host_loop``), from the process's OpenCL library, or None where it cannot
+    be opened by name."""
     import ctypes.util
 
     import cffi
-
-    from ..templates import render
-    from .c import compile_c
 
     library = ctypes.util.find_library("OpenCL")
     if library is None:
@@ -191,29 +185,23 @@ def _host_loop() -> tuple[Any, int, int, Any] | None:
         return None
     addresses = [int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
                  for name in ("clSetKernelArg", "clEnqueueNDRangeKernel")]
-    module = compile_c(render("asp_core/opencl_host_loop.c.mako"), _HOST_LOOP_CDEF,
-                       name="opencl_host_loop")
-    return module, addresses[0], addresses[1], lib   # (the library stays open with them)
+    return addresses[0], addresses[1], lib   # (the library stays open with them)
 
 
 def host_loop_available() -> bool:
-    return _host_loop() is not None
+    return _entry_points() is not None
 
 
-def host_loop(kernels: list, trips: int, first: int, step: int, naxes: list[int],
-              base: list[int], host: list[int], forms: list[int]) -> None:
-    """Run a sequential loop of launches in compiled code (see the template): per iteration,
-    each kernel's grid arguments (first value, step, trip count per axis, from the affine
-    ``forms`` of the iteration) and loop variable set, and the kernel enqueued. The kernels'
-    other arguments must be set already. ``RuntimeError`` with OpenCL's code if a call fails."""
-    module, set_arg, enqueue, _ = _host_loop()
-    ffi = module.ffi
-    handles = ffi.new("void *[]", [ffi.cast("void *", k.int_ptr) for k in kernels])
-    code = module.function("asp_opencl_host_loop")(
-        ffi.cast("void *", set_arg), ffi.cast("void *", enqueue),
-        ffi.cast("void *", queue().int_ptr), trips, first, step, len(kernels), handles,
-        ffi.new("int32_t[]", naxes), ffi.new("int32_t[]", base), ffi.new("int32_t[]", host),
-        ffi.new("int64_t[]", forms or [0]))
+def host_loop(kernels: list, loop) -> None:
+    """Run a sequential loop of launches in compiled code (``launches.opencl_host_loop``, a
+    ``launches.HostLoop``): per iteration, each kernel's grid arguments (first value, step,
+    trip count per axis) and loop variable set, and the kernel enqueued. The kernels' other
+    arguments must be set already. ``RuntimeError`` with OpenCL's code if a call fails."""
+    from . import launches
+
+    set_arg, enqueue, _ = _entry_points()
+    code = launches.opencl_host_loop(set_arg, enqueue, queue().int_ptr,
+                                     [k.int_ptr for k in kernels], loop)
     if code:
         raise RuntimeError(f"an OpenCL launch of the host loop failed with error {code}")
 

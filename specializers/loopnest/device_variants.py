@@ -10,8 +10,11 @@ One call:
    (``launch_grid``); a one-work-item kernel on one; a reduction over ``reduction_groups``
    work-groups of ``GROUP_SIZE`` lanes (a function of the trip count alone), then its
    combining kernel on one work item; the kernels of a host loop once per iteration of it, in
-   order, with its variable (and their grids at it): for OpenCL by a loop in compiled code
-   (``opencl.host_loop``), with no Python between launches;
+   order, with its variable (and their grids at it), by a loop in compiled code
+   (``asp_core.backends.launches``), with no Python between launches. CUDA launches (a GPU's
+   and the emulation's alike) go through the same compiled code: ``cuLaunchKernel`` (or the
+   emulation's launch of its signature) in blocks shaped from the domain and the device's
+   limits, split along an axis that needs more blocks than the device launches there;
 3. the error word, the result record and the arrays the nest writes are read back, all at
    once (one wait on OpenCL: a blocking read each cost a call 65 us on PoCL here): if a
    thread failed, nothing is copied into the caller's arrays, so they hold what they held
@@ -42,13 +45,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from asp_core.backends import launches
+from asp_core.backends.launches import HostLoop
+
 from .codegen.device import (GROUP_SIZE, NUMPY_OF_CTYPE, DeviceModule, host_loop_range,
                               launch_grid)
 from .rewrite import RUN_ORIGINAL
 from .variants import BEYOND_INT64_MESSAGE, BeyondInt64, NestResults
 
-#: Threads per block of the CUDA launches (x only; the other axes one thread deep).
-CUDA_BLOCK = 128
 #: The most lanes of a reduction (``REDUCTION_GROUPS`` work-groups of ``GROUP_SIZE``): each
 #: reduces every lanes-th iteration of the band, each work-group combines its lanes' results in
 #: a tree, one work item then the work-groups' results in order (``codegen.device``).
@@ -76,27 +80,71 @@ class _Target:
         """``download`` of each (buffer, like) pair (a target may wait for them at once)."""
         return [self.download(buffer, like) for buffer, like in pairs]
 
-    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0
-               ) -> None:
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0,
+               base: int = -1) -> None:
         """Launch kernel ``name`` over ``sizes`` work items, in work-groups of ``group`` along
-        x (0: the driver's choice)."""
+        x (0: the target's choice); ``base``: the position of the first grid axis's first
+        value, step and trip count among ``args`` (-1: none), where the target may split the
+        launch along an axis."""
         raise NotImplementedError
 
-    def host_loop(self, group: list, plan, args: list, failed: Any, host, values: range
-                  ) -> bool:
+    def host_loop(self, group: list, args: list, failed: Any, loop: HostLoop) -> bool:
         """Run a host loop's launches in compiled code; False: the caller launches them."""
         return False
 
 
+def _host_loop(group: list, plan, host, values: range, before: int) -> HostLoop | None:
+    """The ``launches.HostLoop`` of ``group``'s kernels over ``values`` of the host loop
+    ``host``, their grid arguments after ``before`` others and the error word; None where a
+    bound depends on more than the host loop (the caller launches from Python)."""
+    naxes, base, hosts, forms = [], [], [], []
+    for kernel in group:
+        naxes.append(len(kernel.axes))
+        base.append(before + 1)
+        hosts.append(before + 1 + 3 * len(kernel.axes))
+        for a in kernel.axes:
+            bound = plan.bound.loops[a.lid]
+            start, extent = dict(bound.start.coeffs), dict(bound.extent.coeffs)
+            if set(start) - {host.lid} or set(extent) - {host.lid}:
+                return None
+            forms += [bound.start.const, start.get(host.lid, 0), bound.extent.const,
+                      extent.get(host.lid, 0), bound.step]
+    return HostLoop(len(values), values.start, values.step, tuple(naxes), tuple(base),
+                    tuple(hosts), tuple(forms))
+
+
 class _CudaLaunches(_Target):
-    """Launches of a module with pycuda's interface (``get_function(name)(..., grid, block)``)."""
+    """Launches of a CUDA module (a GPU's, or its emulation's) through ``launches``: in
+    compiled code, with the block shapes and the grid's limits of ``self._limits``."""
 
     _module: Any
+    _limits: launches.GridLimits
 
-    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0
-               ) -> None:
-        grid, block = _cuda_launch(sizes, group)
-        self._module.get_function(name)(*args, grid=grid, block=block)
+    def address(self, buffer: Any) -> int:
+        """The device address of ``buffer``."""
+        raise NotImplementedError
+
+    def _arguments(self, args: Sequence[Any]) -> launches.Arguments:
+        return launches.Arguments([a if isinstance(a, np.generic) else self.address(a)
+                                   for a in args])
+
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0,
+               base: int = -1) -> None:
+        code = launches.cuda_launch(self._module.launch_address(),
+                                    self._module.function_address(name), self._limits, sizes,
+                                    self._arguments(args), group=group, base=base)
+        if code:
+            raise self._module.launch_error(code, f"the launch of {name} over {list(sizes)}")
+
+    def host_loop(self, group: list, args: list, failed: Any, loop: HostLoop) -> bool:
+        arguments = [self._arguments([*args, failed, *[np.int64(0)] * (loop.host[k] - len(args))])
+                     for k in range(len(group))]
+        code = launches.cuda_host_loop(
+            self._module.launch_address(), [self._module.function_address(k.name)
+                                            for k in group], arguments, self._limits, loop)
+        if code:
+            raise self._module.launch_error(code, "a launch of a host loop")
+        return True
 
 
 class OpenCLTarget(_Target):
@@ -144,8 +192,8 @@ class OpenCLTarget(_Target):
     def download_many(self, pairs: list[tuple[Any, np.ndarray]]) -> list[np.ndarray]:
         return self._cl.from_device_many(pairs)
 
-    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0
-               ) -> None:
+    def launch(self, name: str, args: Sequence[Any], sizes: Sequence[int], group: int = 0,
+               base: int = -1) -> None:
         # Only the arguments that changed since this kernel's last launch are set again:
         # pyopencl's Kernel.__call__ sets all of them, 125 us for 17 arguments on PoCL here,
         # against 18 us for one set_arg and the enqueue (a host loop's launches).
@@ -163,32 +211,17 @@ class OpenCLTarget(_Target):
             local = (group,) + (1,) * (len(sizes) - 1) if group else None
             self._cl.enqueue(kernel, tuple(sizes), local)
 
-    def host_loop(self, group: list, plan, args: list, failed: Any, host, values: range
-                  ) -> bool:
+    def host_loop(self, group: list, args: list, failed: Any, loop: HostLoop) -> bool:
         """Run a host loop's launches in compiled code (``opencl.host_loop``): False where it
-        cannot (no OpenCL library to call by name, bounds that depend on more than the host
-        loop), and the caller launches from Python instead."""
+        cannot (no OpenCL library to call by name), and the caller launches from Python."""
         if not self._cl.host_loop_available():
             return False
-        naxes, base, hosts, forms = [], [], [], []
-        for kernel in group:
-            naxes.append(len(kernel.axes))
-            base.append(len(args) + 1)
-            hosts.append(len(args) + 1 + 3 * len(kernel.axes))
-            for a in kernel.axes:
-                bound = plan.bound.loops[a.lid]
-                start, extent = dict(bound.start.coeffs), dict(bound.extent.coeffs)
-                if set(start) - {host.lid} or set(extent) - {host.lid}:
-                    return False
-                forms += [bound.start.const, start.get(host.lid, 0), bound.extent.const,
-                          extent.get(host.lid, 0), bound.step]
         with self._lock:
-            for kernel in group:   # the arguments the loop does not change, set once
-                k = self._kernels[kernel.name]
-                k.set_args(*args, failed, *([np.int64(0)] * (3 * len(kernel.axes) + 1)))
+            for k, kernel in enumerate(group):   # the arguments the loop does not change
+                self._kernels[kernel.name].set_args(
+                    *args, failed, *([np.int64(0)] * (loop.host[k] - len(args))))
                 self._last.pop(kernel.name, None)
-            self._cl.host_loop([self._kernels[k.name] for k in group], len(values),
-                               values.start, values.step, naxes, base, hosts, forms)
+            self._cl.host_loop([self._kernels[k.name] for k in group], loop)
         return True
 
 
@@ -202,9 +235,13 @@ class EmulatedCudaTarget(_CudaLaunches):
         # A checker: blocks and threads in a seeded random order (``ASP_SHUFFLE_SEED``, as the
         # shuffled order checker takes it; the emulation's own order is the seed plus one).
         self._module.set_order_seed(int(os.environ.get("ASP_SHUFFLE_SEED", "0")) + 1)
+        self._limits = launches.CUDA_LIMITS
 
     def upload(self, array: np.ndarray) -> Any:
         return np.array(array, order="C", copy=True)
+
+    def address(self, buffer: np.ndarray) -> int:
+        return buffer.ctypes.data
 
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
         return buffer
@@ -218,9 +255,13 @@ class CudaTarget(_CudaLaunches):
 
         self._cuda = cuda
         self._module = cuda.load_cuda_module(module.source, options=("--fmad=false",))
+        self._limits = cuda.grid_limits()
 
     def upload(self, array: np.ndarray) -> Any:
         return self._cuda.to_device(np.ascontiguousarray(array))
+
+    def address(self, buffer: Any) -> int:
+        return int(buffer.gpudata)
 
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
         return buffer.get()
@@ -243,19 +284,6 @@ def _single_precision_program(opencl, module: DeviceModule, device: str) -> Any:
         return opencl.build_program("#define ASP_NO_F64 1\n" + module.source)
     except CompileError as exc:   # a helper in double (math.sqrt, true division...) it calls
         raise BackendUnavailable(f"{refusal} (through a helper: {exc})") from exc
-
-
-def _cuda_launch(sizes: Sequence[int], group: int = 0
-                 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """(grid, block) of a launch over ``sizes`` threads; ``group``: the block's size along x
-    the kernel needs (a whole number of blocks), else ``CUDA_BLOCK`` at most."""
-    sizes = list(sizes) + [1] * (3 - len(sizes))
-    if group:
-        assert sizes[0] % group == 0, (sizes, group)
-        return (sizes[0] // group, sizes[1], sizes[2]), (group, 1, 1)
-    block = (min(CUDA_BLOCK, sizes[0]), 1, 1)
-    grid = (-(-sizes[0] // block[0]), sizes[1], sizes[2])
-    return grid, block
 
 
 def device_memory(backend: str) -> int | None:
@@ -325,7 +353,8 @@ class DeviceVariant:
             extra.append(np.int64(value))
         if kernel.reduced:
             extra += [np.int64(groups), np.int64(total), *partials]
-        target.launch(kernel.name, args + extra, sizes, kernel.group)
+        base = -1 if kernel.single or kernel.reduced else len(args) + 1
+        target.launch(kernel.name, args + extra, sizes, kernel.group, base)
         return groups, total, partials
 
     def __call__(self, *inputs: Any) -> Any:
@@ -362,7 +391,8 @@ class DeviceVariant:
                                                            groups, total, partials)
                 continue
             values = host_loop_range(group[0], plan)
-            if target.host_loop(group, plan, args, failed, host, values):
+            loop = _host_loop(group, plan, host, values, len(args))
+            if loop is not None and target.host_loop(group, args, failed, loop):
                 continue
             for t, value in enumerate(values):
                 for kernel in group:   # launched in order on one queue; nothing waited for

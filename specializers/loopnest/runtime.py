@@ -332,8 +332,6 @@ class NestRunner(Specializer):
             suffix = "cl" if dialect == "opencl" else "cu"
             self.dump(f"nest{analysis.index}.{backend}.{suffix}", module.source)
             self._dump_plan(plan)
-        if backend.startswith("cuda"):
-            _fits_cuda_grid(run.module, plan)
         return Variant(backend, _recording(self, run, plan), run.module.key)
 
     def _fits_device(self, backend: str, plan, signature) -> None:
@@ -437,24 +435,6 @@ class NestRunner(Specializer):
         self.dump(f"nest{index}.dast.txt", self.analysis.nest.dump())
         self.dump(f"nest{index}.dependences.txt", plan.graph.dump())
         self.dump(f"nest{index}.schedule.txt", plan.schedule.dump())
-
-
-#: The most blocks a CUDA grid has along y and z (along x: 2**31 - 1).
-CUDA_GRID_YZ = 65535
-
-
-def _fits_cuda_grid(module, plan) -> None:
-    """Refuse (``BackendUnavailable``: the next variant runs, the reason is said) a call
-    whose kernels would need more blocks along y or z than CUDA launches (a GPU refuses the
-    launch; the emulation follows it): each block covers one iteration of the loops there."""
-    for kernel in module.kernels:
-        for axis in kernel.axes:
-            trips = plan.bound.loops[axis.lid].t_max + 1
-            if axis.axis > 0 and trips > CUDA_GRID_YZ:
-                raise BackendUnavailable(
-                    f"kernel {kernel.name} would launch {trips} blocks along "
-                    f"{'xyz'[axis.axis]} (loop '{axis.var}'); CUDA launches at most "
-                    f"{CUDA_GRID_YZ} there")
 
 
 def _device_ready(backend: str) -> bool:

@@ -225,3 +225,20 @@ extern "C" int asp_launch_${name}(unsigned int asp_gx, unsigned int asp_gy, unsi
     return asp_failure;
 }
 % endfor
+// ---- launches as cuLaunchKernel makes them ----
+// asp_emulated_launch has cuLaunchKernel's signature: the function is one of the asp_params_*
+// below, the arguments an array of pointers to their values (asp_core.backends.launches).
+typedef int (*asp_params_t)(unsigned int, unsigned int, unsigned int, unsigned int,
+                            unsigned int, unsigned int, void **);
+% for name, params in kernels:
+extern "C" int asp_params_${name}(unsigned int asp_gx, unsigned int asp_gy, unsigned int asp_gz,
+        unsigned int asp_nx, unsigned int asp_ny, unsigned int asp_nz, void **asp_p) {
+    return asp_launch_${name}(asp_gx, asp_gy, asp_gz, asp_nx, asp_ny, asp_nz${"".join(", *(%s *)asp_p[%d]" % (p[0], k) for k, p in enumerate(params))});
+}
+% endfor
+extern "C" int asp_emulated_launch(void *asp_f, unsigned int asp_gx, unsigned int asp_gy,
+        unsigned int asp_gz, unsigned int asp_nx, unsigned int asp_ny, unsigned int asp_nz,
+        unsigned int asp_shared, void *asp_stream, void **asp_p, void **asp_extra) {
+    (void)asp_shared; (void)asp_stream; (void)asp_extra;
+    return ((asp_params_t)asp_f)(asp_gx, asp_gy, asp_gz, asp_nx, asp_ny, asp_nz, asp_p);
+}

@@ -95,7 +95,7 @@ RENDERERS = {
     "loopnest/c_runtime.h.mako": lambda: tpl.render("loopnest/c_runtime.h.mako"),
     "loopnest/calibration.c.mako": _calibration_kernels,
     "loopnest/device_module.mako": _loopnest_device_module,
-    "asp_core/opencl_host_loop.c.mako": lambda: tpl.render("asp_core/opencl_host_loop.c.mako"),
+    "asp_core/host_loops.c.mako": lambda: tpl.render("asp_core/host_loops.c.mako"),
 }
 
 

@@ -498,32 +498,88 @@ class Tall(LoopKernel):
                 B[i, j] = A[i, j] + 1.0
 
 
-def test_cuda_grids_respect_the_grid_dimension_limits(monkeypatch):
-    """A launch that would need more than 65535 blocks along y or z (a GPU refuses it) is
-    refused before it is built, saying why (strict raises; otherwise another variant runs);
-    every launch made stays within CUDA's limits."""
-    from asp_core.errors import SpecializationError
+def test_cuda_launches_past_the_grid_limits_are_split():
+    """70,000 rows of two columns: j (the last subscript) on x, i on y. A GPU launches at most
+    65535 blocks along y; the blocks take 64 rows each (the two columns leave their threads to
+    y), and the result is Python's, strict (no refusal, no fallback), either way round."""
+    n, m = 70000, 2
+    A = np.arange(n * m * 1.0).reshape(n, m)
+    _same_as_python(Tall, "cuda-emulated", (A, np.zeros((n, m)), n, m))
+    _same_as_python(Tall, "cuda-emulated", (A.T.copy(), np.zeros((m, n)), m, n))  # x = 70000
+
+
+class Cube(LoopKernel):
+    def kernel(self, A, B, n, m, p):
+        for i in range(n):
+            for j in range(m):
+                for k in range(p):
+                    B[i, j, k] = A[i, j, k] * 2.0 + i - j
+
+
+class Sweeps(LoopKernel):
+    def kernel(self, U, V, steps, n):
+        for t in range(steps):
+            for i in range(1, n - 1):
+                for j in range(t % 3, n - 1, 2):
+                    V[i, j] = U[i - 1, j] + U[i + 1, j] + U[i, j + 1] + t
+            for i in range(1, n - 1):
+                for j in range(1, n - 1):
+                    U[i, j] = 0.25 * V[i, j]
+
+
+class Triangle(LoopKernel):
+    def kernel(self, A, n):
+        for k in range(n):
+            for i in range(k + 1, n):
+                for j in range(k + 1, n):
+                    A[i, j] = A[i, j] - A[i, k] * A[k, j]
+
+
+@pytest.mark.parametrize("limits", [(2, (2, 2, 2), (1, 1, 1)), (8, (4, 2, 2), (3, 2, 1)),
+                                    (4, (1, 4, 1), (2, 1, 3)), (1, (1, 1, 1), (5, 5, 5))],
+                         ids=lambda lim: f"{lim[0]}t-{'x'.join(map(str, lim[2]))}")
+def test_launches_split_at_any_limits_give_pythons_results(limits, monkeypatch):
+    """The class: grids split along x, y and z, by kernels launched from Python and from a
+    compiled host loop (bounds that depend on its variable, a step of two, an odd start), at
+    limits small enough that nearly every launch is split; against the original code."""
+    from asp_core.backends import launches
+
+    threads, block, grid = limits
+    tiny = launches.GridLimits(threads, block, grid)
+    monkeypatch.setattr(launches, "CUDA_LIMITS", tiny)
+    seen = set()
+    for name in ("cuda_launch", "cuda_host_loop"):
+        real = getattr(launches, name)
+        monkeypatch.setattr(launches, name, lambda *a, real=real, **k:
+                            seen.update(x for x in a if isinstance(x, launches.GridLimits))
+                            or real(*a, **k))
+    rng = np.random.default_rng(7)
+    _same_as_python(Tall, "cuda-emulated", (rng.random((9, 5)), np.zeros((9, 5)), 9, 5))
+    _same_as_python(Cube, "cuda-emulated", (rng.random((5, 6, 7)), np.zeros((5, 6, 7)), 5, 6, 7))
+    _same_as_python(Sweeps, "cuda-emulated", (rng.random((9, 9)), np.zeros((9, 9)), 4, 9))
+    _same_as_python(Triangle, "cuda-emulated", (rng.random((7, 7)) + 7 * np.eye(7), 7))
+    assert seen == {tiny}
+
+
+def test_a_host_loop_runs_without_python_between_its_launches(monkeypatch):
+    """Emulated CUDA runs a host loop's launches from compiled code: no launch from Python
+    while LU's k loop runs (the compiled loop itself is counted once per call)."""
+    from asp_core.backends import launches
     from specializers.loopnest import device_variants
 
-    grids = []
-    real = device_variants._cuda_launch
-    monkeypatch.setattr(device_variants, "_cuda_launch",
-                        lambda sizes, group=0: grids.append(real(sizes, group)) or grids[-1])
-    n, m = 70000, 2   # j walks the last subscript: x = j (2 threads), y = i (70000)
-    A = np.arange(n * m * 1.0).reshape(n, m)
-    with pytest.raises(SpecializationError, match="CUDA launches at most 65535"):
-        Tall(backend="cuda-emulated", strict=True).kernel(A, np.zeros((n, m)), n, m)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = np.zeros((n, m))
-        Tall(backend="cuda-emulated").kernel(A, got, n, m)
-    want = np.zeros((n, m))
-    Tall().original_kernel(A, want, n, m)
-    assert np.array_equal(got, want) and any("65535" in str(w.message) for w in caught)
-    _same_as_python(Tall, "cuda-emulated", (A.T.copy(), np.zeros((m, n)), m, n))  # x = 70000
-    assert grids
-    for (gx, gy, gz), _ in grids:
-        assert gx <= 2**31 - 1 and gy <= 65535 and gz <= 65535, (gx, gy, gz)
+    python_launches, loops = [], []
+    real_launch, real_loop = device_variants._CudaLaunches.launch, launches.cuda_host_loop
+    monkeypatch.setattr(device_variants._CudaLaunches, "launch",
+                        lambda self, *a, **k: python_launches.append(a[0]) or
+                        real_launch(self, *a, **k))
+    monkeypatch.setattr(launches, "cuda_host_loop",
+                        lambda *a, **k: loops.append(a[4].trips) or real_loop(*a, **k))
+    rng = np.random.default_rng(5)
+    kernel = _same_as_python(Triangle, "cuda-emulated", (rng.random((12, 12)) + 12 * np.eye(12),
+                                                         12))
+    assert loops == [12] and python_launches == []
+    assert "launched by the host once per iteration of k" in str(
+        kernel.explain(np.eye(12) + 1.0, 12))
 
 
 @needs_opencl
