@@ -1,5 +1,6 @@
 """Launch sequences of device kernels in compiled code: CUDA grids within the device's limits,
-and host loops of CUDA or OpenCL launches with no Python between them.
+and host loops of CUDA or OpenCL launches with no Python between them; the shape of a block
+(an OpenCL work-group) from the domain and the device's limits.
 
 One small C library (``templates/asp_core/host_loops.c.mako``, built once per machine and
 cached) takes the drivers' entry points as function pointers, so it links against no driver:
@@ -10,8 +11,9 @@ that launches on a GPU: the block shapes, the grid's split at the device's limit
 loops are tested on machines without one.
 
 A CUDA launch (``cuda_launch``) shapes its block from the threads of each axis and the
-device's limits (``GridLimits``): along x, then y, then z, the smallest power of two that
-covers the axis, within the block's threads; an axis that needs more blocks than the device
+device's limits (``GridLimits``; ``block_shape``): along x, then y, then z, the smallest power
+of two that covers the axis, within the block's threads (OpenCL's work-groups likewise, the
+work items padded to whole work-groups); an axis that needs more blocks than the device
 launches along it (65535 along y and z) is split into launches of chunks of it, each told its
 chunk's first value and trip count. A grid kernel takes those, per axis, as three int64
 arguments (first value, step, trip count) from position ``base`` on.
@@ -30,9 +32,10 @@ import numpy as np
 
 #: The C library's functions (cffi declarations; pointers to driver functions as void *).
 CDEF = """
-int32_t asp_opencl_host_loop(void *, void *, void *, int64_t, int64_t, int64_t, int32_t,
-                             void **, const int32_t *, const int32_t *, const int32_t *,
-                             const int64_t *);
+void asp_block_shape(int32_t, const int64_t *, const int64_t *, int64_t *);
+int32_t asp_opencl_host_loop(void *, void *, void *, const int64_t *, int64_t, int64_t, int64_t,
+                             int32_t, void **, const int32_t *, const int32_t *,
+                             const int32_t *, const int64_t *);
 int32_t asp_cuda_launch(void *, void *, void *, const int64_t *, int32_t, const int64_t *,
                         int32_t, int32_t, void **);
 int32_t asp_cuda_host_loop(void *, void *, const int64_t *, int64_t, int64_t, int64_t, int32_t,
@@ -102,6 +105,18 @@ class Arguments:
         return int(self._slots[index:index + 1].view(np.int64)[0])
 
 
+def block_shape(sizes: Sequence[int], limits: GridLimits) -> tuple[int, ...]:
+    """The block (work-group) over ``sizes`` threads per axis, one size per axis, by the rule
+    the compiled launches follow (see the module)."""
+    module = library()
+    ffi = module.ffi
+    block = ffi.new("int64_t[3]")
+    module.function("asp_block_shape")(len(sizes), ffi.new("int64_t[]", [int(s) for s in sizes]
+                                                           or [1]),
+                                       ffi.from_buffer("int64_t[]", limits.as_array()), block)
+    return tuple(block[a] for a in range(len(sizes)))
+
+
 def cuda_launch(launch: int, function: int, limits: GridLimits, sizes: Sequence[int],
                 arguments: Arguments, *, group: int = 0, base: int = -1, stream: int = 0
                 ) -> int:
@@ -155,14 +170,16 @@ def cuda_host_loop(launch: int, functions: Sequence[int], arguments: Sequence[Ar
 
 
 def opencl_host_loop(set_arg: int, enqueue: int, queue: int, kernels: Sequence[int],
-                     loop: HostLoop) -> int:
+                     limits: Sequence[GridLimits], loop: HostLoop) -> int:
     """Run ``loop`` on OpenCL: per iteration, each kernel's axes and the loop variable set
     (``set_arg``: ``clSetKernelArg``'s address) and the kernel enqueued on ``queue``
-    (``enqueue``: ``clEnqueueNDRangeKernel``'s). The kernels' other arguments must be set
-    already. Returns the first OpenCL error code (0: none)."""
+    (``enqueue``: ``clEnqueueNDRangeKernel``'s) in work-groups of ``block_shape`` within its
+    ``limits``, its work items padded to whole work-groups. The kernels' other arguments must
+    be set already. Returns the first OpenCL error code (0: none)."""
     module = library()
     ffi = module.ffi
     return module.function("asp_opencl_host_loop")(
         ffi.cast("void *", set_arg), ffi.cast("void *", enqueue), ffi.cast("void *", queue),
+        ffi.from_buffer("int64_t[]", np.concatenate([lim.as_array() for lim in limits])),
         loop.trips, loop.first, loop.step, len(kernels),
         ffi.new("void *[]", [ffi.cast("void *", k) for k in kernels]), *loop.c_arrays(ffi))

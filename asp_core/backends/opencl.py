@@ -48,6 +48,7 @@ class OpenCLDevice:
     kind: str                   # "GPU", "CPU", "ACCELERATOR"
     compute_units: int
     max_work_group_size: int
+    max_work_item_sizes: tuple[int, int, int]   # the most work items of a work-group per axis
     global_memory: int          # bytes
     local_memory: int           # bytes
     cache: int                  # bytes of its global memory cache (0: none)
@@ -88,6 +89,7 @@ def _runtime() -> tuple[Any, Any, OpenCLDevice]:
                    if device.type & getattr(cl.device_type, name)), "OTHER"),
         compute_units=device.max_compute_units,
         max_work_group_size=device.max_work_group_size,
+        max_work_item_sizes=tuple((list(device.max_work_item_sizes) + [1, 1, 1])[:3]),
         global_memory=device.global_mem_size, local_memory=device.local_mem_size,
         cache=device.global_mem_cache_size,
         doubles="cl_khr_fp64" in extensions or device.double_fp_config != 0)
@@ -192,16 +194,17 @@ def host_loop_available() -> bool:
     return _entry_points() is not None
 
 
-def host_loop(kernels: list, loop) -> None:
+def host_loop(kernels: list, limits: list, loop) -> None:
     """Run a sequential loop of launches in compiled code (``launches.opencl_host_loop``, a
     ``launches.HostLoop``): per iteration, each kernel's grid arguments (first value, step,
-    trip count per axis) and loop variable set, and the kernel enqueued. The kernels' other
-    arguments must be set already. ``RuntimeError`` with OpenCL's code if a call fails."""
+    trip count per axis) and loop variable set, and the kernel enqueued in work-groups shaped
+    within its ``limits`` (``launches.GridLimits``). The kernels' other arguments must be set
+    already. ``RuntimeError`` with OpenCL's code if a call fails."""
     from . import launches
 
     set_arg, enqueue, _ = _entry_points()
     code = launches.opencl_host_loop(set_arg, enqueue, queue().int_ptr,
-                                     [k.int_ptr for k in kernels], loop)
+                                     [k.int_ptr for k in kernels], limits, loop)
     if code:
         raise RuntimeError(f"an OpenCL launch of the host loop failed with error {code}")
 

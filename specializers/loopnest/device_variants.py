@@ -159,8 +159,19 @@ class OpenCLTarget(_Target):
         for k in module.kernels:
             if k.group:
                 self._check_group(k, info)
+        # each kernel's work-groups: shaped from the domain (launches.block_shape) within the
+        # device's limits and the kernel's own (its registers may allow fewer work items)
+        self._limits = {k.name: self._group_limits(k.name, info) for k in module.kernels}
         self._last: dict[str, list] = {}   # each kernel's arguments at its last launch
         self._lock = threading.Lock()
+
+    def _group_limits(self, name: str, info) -> launches.GridLimits:
+        import pyopencl as cl
+
+        most = self._kernels[name].get_work_group_info(
+            cl.kernel_work_group_info.WORK_GROUP_SIZE, self._cl.context().devices[0])
+        return launches.GridLimits(min(launches.BLOCK_THREADS, info.max_work_group_size, most),
+                                   info.max_work_item_sizes, launches.CUDA_LIMITS.grid)
 
     def _check_group(self, kernel, info) -> None:
         """Refuse a device that cannot run ``kernel`` in its work-groups (see the module)."""
@@ -208,8 +219,10 @@ class OpenCLTarget(_Target):
                                                isinstance(new, np.generic) and old == new):
                         kernel.set_arg(index, new)
             self._last[name] = list(args)
-            local = (group,) + (1,) * (len(sizes) - 1) if group else None
-            self._cl.enqueue(kernel, tuple(sizes), local)
+            local = (group,) + (1,) * (len(sizes) - 1) if group else \
+                launches.block_shape(sizes, self._limits[name])
+            padded = tuple(-(-size // each) * each for size, each in zip(sizes, local))
+            self._cl.enqueue(kernel, padded, local)
 
     def host_loop(self, group: list, args: list, failed: Any, loop: HostLoop) -> bool:
         """Run a host loop's launches in compiled code (``opencl.host_loop``): False where it
@@ -221,7 +234,8 @@ class OpenCLTarget(_Target):
                 self._kernels[kernel.name].set_args(
                     *args, failed, *([np.int64(0)] * (loop.host[k] - len(args))))
                 self._last.pop(kernel.name, None)
-            self._cl.host_loop([self._kernels[k.name] for k in group], loop)
+            self._cl.host_loop([self._kernels[k.name] for k in group],
+                               [self._limits[k.name] for k in group], loop)
         return True
 
 

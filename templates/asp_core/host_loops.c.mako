@@ -24,6 +24,26 @@ static void asp_axis_at(const int64_t *form, int64_t t, int64_t *lo, int64_t *st
     *n = extent > 0 ? (extent + size - 1) / size : 0;
 }
 
+/* ---- blocks ---- */
+
+/* The shape of a block (a CUDA block, an OpenCL work-group) over sizes[0 .. naxes-1] threads,
+   within limits: limits[0] threads a block at most, limits[1 .. 3] the device's most along x,
+   y, z. Along each axis in turn, the
+   smallest power of two that covers its threads, within what the axes before it left: a
+   block spans the fastest-varying loop first, and a short x axis (a few columns) leaves its
+   threads to y rather than to idle lanes. */
+void asp_block_shape(int32_t naxes, const int64_t *sizes, const int64_t *limits,
+                     int64_t *block) {
+    int64_t left = limits[0];
+    for (int32_t a = 0; a < 3; a++) {
+        int64_t b = 1;
+        if (a < naxes)
+            while (b < sizes[a] && 2 * b <= left && 2 * b <= limits[1 + a]) b *= 2;
+        block[a] = b;
+        left /= b;
+    }
+}
+
 /* ---- OpenCL ---- */
 
 typedef int32_t (*asp_set_arg_t)(void *kernel, uint32_t index, size_t size, const void *value);
@@ -34,33 +54,41 @@ typedef int32_t (*asp_enqueue_t)(void *queue, void *kernel, uint32_t dims, const
 /* Iterations t = 0 .. trips-1 of a loop whose variable is first + t * step. Kernel k has
    naxes[k] grid axes, each of five forms (asp_axis_at, counting the axes of all kernels in
    order); axis a's first value, step and trip count go to arguments base[k] + 3a .. + 2, the
-   loop variable to argument host[k]. A kernel with an empty axis is not enqueued.
+   loop variable to argument host[k]. Its work-groups are shaped by asp_block_shape within
+   limits[7k .. 7k + 3], and its work items padded to whole work-groups (those past an axis's
+   trip count return at once). A kernel with an empty axis is not enqueued.
    Returns 0, or the first OpenCL error code. */
 int32_t asp_opencl_host_loop(asp_set_arg_t set_arg, asp_enqueue_t enqueue, void *queue,
-                             int64_t trips, int64_t first, int64_t step, int32_t nkernels,
-                             void **kernels, const int32_t *naxes, const int32_t *base,
-                             const int32_t *host, const int64_t *forms) {
+                             const int64_t *limits, int64_t trips, int64_t first, int64_t step,
+                             int32_t nkernels, void **kernels, const int32_t *naxes,
+                             const int32_t *base, const int32_t *host, const int64_t *forms) {
     for (int64_t t = 0; t < trips; t++) {
         const int64_t value = first + t * step;
         const int64_t *form = forms;
         for (int32_t k = 0; k < nkernels; k++) {
-            size_t global[3] = {1, 1, 1};
+            int64_t sizes[3] = {1, 1, 1}, block[3];
+            size_t global[3], local[3];
             int empty = 0;
             int32_t error;
             for (int32_t a = 0; a < naxes[k]; a++, form += 5) {
-                int64_t lo, st, n;
-                asp_axis_at(form, t, &lo, &st, &n);
-                if (n == 0) empty = 1;
-                global[a] = (size_t)n;
+                int64_t lo, st;
+                asp_axis_at(form, t, &lo, &st, &sizes[a]);
+                if (sizes[a] == 0) empty = 1;
                 if ((error = set_arg(kernels[k], (uint32_t)(base[k] + 3 * a), 8, &lo)) ||
                     (error = set_arg(kernels[k], (uint32_t)(base[k] + 3 * a + 1), 8, &st)) ||
-                    (error = set_arg(kernels[k], (uint32_t)(base[k] + 3 * a + 2), 8, &n)))
+                    (error = set_arg(kernels[k], (uint32_t)(base[k] + 3 * a + 2), 8, &sizes[a])))
                     return error;
             }
             if ((error = set_arg(kernels[k], (uint32_t)host[k], 8, &value)))
                 return error;
-            if (!empty && (error = enqueue(queue, kernels[k], (uint32_t)naxes[k], NULL, global,
-                                           NULL, 0, NULL, NULL)))
+            if (empty) continue;
+            asp_block_shape(naxes[k], sizes, limits + 7 * k, block);
+            for (int32_t a = 0; a < 3; a++) {
+                local[a] = (size_t)block[a];
+                global[a] = (size_t)((sizes[a] + block[a] - 1) / block[a] * block[a]);
+            }
+            if ((error = enqueue(queue, kernels[k], (uint32_t)naxes[k], NULL, global, local, 0,
+                                 NULL, NULL)))
                 return error;
         }
     }
@@ -73,23 +101,6 @@ int32_t asp_opencl_host_loop(asp_set_arg_t set_arg, asp_enqueue_t enqueue, void 
 typedef int32_t (*asp_cu_launch_t)(void *function, uint32_t gx, uint32_t gy, uint32_t gz,
                                    uint32_t bx, uint32_t by, uint32_t bz, uint32_t shared,
                                    void *stream, void **params, void **extra);
-
-/* The shape of a block over sizes[0 .. naxes-1] threads, within limits: limits[0] threads a
-   block at most, limits[1 .. 3] the device's most along x, y, z. Along each axis in turn, the
-   smallest power of two that covers its threads, within what the axes before it left: a
-   block spans the fastest-varying loop first, and a short x axis (a few columns) leaves its
-   threads to y rather than to idle lanes. */
-static void asp_block_shape(int32_t naxes, const int64_t *sizes, const int64_t *limits,
-                            int64_t *block) {
-    int64_t left = limits[0];
-    for (int32_t a = 0; a < 3; a++) {
-        int64_t b = 1;
-        if (a < naxes)
-            while (b < sizes[a] && 2 * b <= left && 2 * b <= limits[1 + a]) b *= 2;
-        block[a] = b;
-        left /= b;
-    }
-}
 
 /* Launch `function` over sizes[0 .. naxes-1] threads (naxes 0: one thread) in blocks of
    asp_block_shape, or of group threads along x where group > 0 (sizes[0] a multiple of it).

@@ -5,6 +5,7 @@ there is none."""
 import numpy as np
 import pytest
 
+from asp_core.backends import launches
 from asp_core.backends.launches import HostLoop
 from asp_core.errors import BackendUnavailable, CompileError
 
@@ -74,8 +75,9 @@ def test_a_host_loop_in_compiled_code():
     kernel = opencl.kernel(opencl.build_program(ADD), "add")
     kernel.set_args(buf, np.int64(0), np.int64(0), np.int64(0), np.int64(0))
     # axis: first value 3 + 2t, extent 7 - 2t (t counted from 0), step 1
-    opencl.host_loop([kernel], HostLoop(trips=3, first=3, step=2, naxes=(1,), base=(1,), host=(4,),
-                                        forms=(3, 2, 7, -2, 1)))
+    loop = HostLoop(trips=3, first=3, step=2, naxes=(1,), base=(1,), host=(4,),
+                    forms=(3, 2, 7, -2, 1))
+    opencl.host_loop([kernel], [launches.CUDA_LIMITS], loop)
     want = np.zeros(10)
     for t in (3, 5, 7):
         want[t:] += t

@@ -611,3 +611,20 @@ def test_a_nest_calling_a_helper_in_double_without_naming_the_type_is_refused():
     with pytest.raises(BackendUnavailable, match="no double precision.*through a helper"):
         device_variants._single_precision_program(opencl, module("asp_math_pow(&e, a[1], 2)"),
                                                   "d")
+
+
+@needs_opencl
+def test_opencl_work_groups_are_shaped_from_the_domain_and_padded(monkeypatch):
+    """OpenCL launches name their work-groups (a driver left to choose may take one work item
+    per group for a prime size): shaped as CUDA's blocks, the work items padded to whole
+    work-groups, the threads past the trip count idle; Python's results."""
+    from asp_core.backends import opencl
+
+    shapes = []
+    real = opencl.enqueue
+    monkeypatch.setattr(opencl, "enqueue", lambda kernel, size, local=None:
+                        shapes.append((size, local)) or real(kernel, size, local))
+    rng = np.random.default_rng(11)
+    _same_as_python(Tall, "opencl", (rng.random((9, 5)), np.zeros((9, 5)), 9, 5))
+    _same_as_python(Tall, "opencl", (rng.random((997, 1)), np.zeros((997, 1)), 997, 1))
+    assert shapes == [((8, 16), (8, 16)), ((1, 1024), (1, 128))]
