@@ -13,7 +13,7 @@ once per machine (its section 3.4):
   ``bandwidth``: the same on arrays of 2**23 elements (``cache_bandwidth``: on arrays that fit
   a quarter of the device's cache); the copy bandwidth (``upload_bw``, ``download_bw``): a call
   with no step on arrays of 2**20 elements, against one on small ones; ``transfer_ns``:
-  copies of 8 bytes;
+  copies of 8 bytes, nine against one, read back together as a call reads them;
   ``call_ns``: a call with no launch, less the dispatcher's own cost and its array copies;
 * ``build_s``: building ``DeviceWide``'s program once more, under a new name; ``init_s``: the
   device's first build in a new process beyond a later one (``first_use``: the driver, a
@@ -49,6 +49,12 @@ LARGE = 1 << 23
 COPIED = 1 << 20
 #: Calls before the timed ones (the allocators of the host and the driver settle).
 WARMUP = 3
+#: Calls in a row of each timing of a call with no launch (``call_ns``). Its first call after
+#: the other probes' large arrays took 600 to 800 us on PoCL here, the next ones 65 to 190
+#: (its threads asleep, the caches holding other data): timed one call at a time after them,
+#: ``call_ns`` read 133 to 475 us where a warm call of vadd on 16 elements takes 95 to 125.
+#: A warm call in a program's loop follows calls of the same kernel, as the later ones here.
+NONE_CALLS = 10
 #: The most work items a compute unit can run at once: a CPU core's SIMD lanes (16 floats
 #: of AVX-512) times a few for hyperthreads and interleaving; a GPU multiprocessor's resident
 #: threads (2048 on NVIDIA's recent ones). A measured figure above it is noise.
@@ -63,7 +69,10 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
     facts = _facts(backend)
 
     def timed(cases: dict) -> dict[str, float]:
-        return best_per_unit({k: (_calls(*v), 1) for k, v in cases.items()}, repeats)
+        """Per case ``name: (kernel, args[, calls])``, the best time of a call, from runs of
+        ``calls`` calls (1 unless given) taken in turns with the other cases'."""
+        return best_per_unit({k: (_calls(*v[:2]), v[2] if len(v) > 2 else 1)
+                              for k, v in cases.items()}, repeats)
 
     lane_scale, simple_ns = _lane_scale(backend, m, timed)
     per_unit = LANES_PER_UNIT["cpu" if facts.cpu else "gpu"]
@@ -136,7 +145,7 @@ def _sweeps(backend: str, timed, cache_bytes: int, count: int) -> dict[str, floa
     fits = int(max(64, min(cache_bytes / 8 / 8, 1 << 16)))   # two arrays in a quarter of it
     x_small, x_large, x_fits, x_copied = np.ones(3), np.ones(LARGE), np.ones(fits), \
         np.ones(COPIED)
-    t = timed({"none": (sweeps, (np.ones(3), x_small, 0)),
+    t = timed({"none": (sweeps, (np.ones(3), x_small, 0), NONE_CALLS),
                "launches": (sweeps, (np.ones(3), x_small, count)),
                "copies": (sweeps, (np.ones(COPIED), x_copied, 0)),
                "large2": (sweeps, (np.ones(LARGE), x_large, 2)),
@@ -156,13 +165,23 @@ def _sweeps(backend: str, timed, cache_bytes: int, count: int) -> dict[str, floa
 
 
 def _transfer_ns(backend: str, repeats: int) -> float:
-    """The fixed cost of one array copy, either way (copies of 8 bytes)."""
-    upload, download = _copies(backend)
+    """The fixed cost of one array copy, either way, as a call makes them: arrays of 8 bytes
+    uploaded one by one, then read back together (on OpenCL with one wait for all), nine
+    against one (the wait, once per call, cancels: it is part of ``call_ns``). Each copy timed
+    on its own, a download waited for the driver's queue to wake each time: 17 to 34 us per
+    copy on PoCL here, more than a whole call's four copies cost."""
+    upload, download_many = _copies(backend)
     one = np.ones(1)
-    copies = best_per_unit({"up1": (lambda n: [upload(one) for _ in range(n)], 20),
-                            "down1": (lambda n: [download(one) for _ in range(n)], 20)},
-                           repeats)
-    return (copies["up1"] + copies["down1"]) / 2 * 1e9
+
+    def copies(count: int):
+        def run(n: int) -> None:
+            for _ in range(n):
+                buffers = [upload(one) for _ in range(count)]
+                download_many([(b, one) for b in buffers])
+        return run
+
+    t = best_per_unit({"one": (copies(1), 20), "nine": (copies(9), 20)}, repeats)
+    return max(t["nine"] - t["one"], 0.0) / 16 * 1e9
 
 
 def _model_ns(kernel, m: MachineParams) -> float:
@@ -264,16 +283,15 @@ def _init_in_new_process(backend: str) -> float:
 
 
 def _copies(backend: str):
-    """(upload, download) of one array; a download reads a device copy made once."""
-    made: dict[int, object] = {}
+    """(upload of one array, download of (buffer, like) pairs) as a device variant's call
+    makes them (``device_variants``)."""
     if backend == "opencl":
         from asp_core.backends import opencl
 
-        return opencl.to_device, lambda a: opencl.from_device(
-            made.setdefault(id(a), opencl.to_device(a)), a)
+        return opencl.to_device, opencl.from_device_many
     from asp_core.backends import cuda
 
-    return cuda.to_device, lambda a: made.setdefault(id(a), cuda.to_device(a)).get()
+    return cuda.to_device, lambda pairs: [buffer.get() for buffer, _ in pairs]
 
 
 def _build_seconds(backend: str) -> float:

@@ -205,6 +205,54 @@ def test_the_lanes_probe_takes_no_noise_for_speed():
     assert device_probes._lanes("opencl", sliver, target=0.002, limit=4.0) == 4.0  # ...or 4
 
 
+def test_a_copys_fixed_cost_is_measured_as_a_call_makes_copies(monkeypatch):
+    """A call uploads its arrays one by one and reads them back together, waiting once: on a
+    driver whose wait costs 65 us, an upload 3 and a read 1 (a clock of the test's own), a
+    copy costs 2 us either way, and the wait is the call's own (``call_ns``). Timed one at a
+    time, each download waited: 34.5 us a copy, more than a whole call's copies cost."""
+    from specializers.loopnest.cost import device_probes
+
+    clock = [0.0]
+
+    def upload(array):
+        clock[0] += 3e-6
+        return object()
+
+    def download_many(pairs):
+        clock[0] += 65e-6 + 1e-6 * len(pairs)
+        return [like for _, like in pairs]
+
+    def best_per_unit(cases, repeats):
+        best = {}
+        for name, (run, count) in cases.items():
+            start = clock[0]
+            run(count)
+            best[name] = (clock[0] - start) / count
+        return best
+
+    monkeypatch.setattr(device_probes, "_copies", lambda backend: (upload, download_many))
+    monkeypatch.setattr(device_probes, "best_per_unit", best_per_unit)
+    assert device_probes._transfer_ns("opencl", 3) == pytest.approx(2000.0)
+
+
+def test_a_call_without_launches_is_timed_among_calls_in_a_row():
+    """The fixed cost of a call (``call_ns``) comes from runs of ``NONE_CALLS`` calls in a
+    row: the first call after the probes' large arrays (PoCL's threads asleep, the caches
+    holding other data) took 600 to 800 us here, the later ones 65 to 190."""
+    from specializers.loopnest.cost import device_probes
+
+    seen = {}
+
+    def timed(cases):
+        seen.update(cases)
+        return {name: 1e-3 for name in cases}
+
+    device_probes._sweeps("opencl", timed, 1 << 20, count=10)
+    assert device_probes.NONE_CALLS >= 10
+    assert seen["none"][2:] == (device_probes.NONE_CALLS,)
+    assert all(len(case) == 2 for name, case in seen.items() if name != "none")
+
+
 def test_cuda_parameters_from_the_device_attributes():
     h100 = {"MULTIPROCESSOR_COUNT": 132, "WARP_SIZE": 32, "COMPUTE_CAPABILITY_MAJOR": 9,
             "CLOCK_RATE": 1_980_000, "MEMORY_CLOCK_RATE": 2_619_000,
