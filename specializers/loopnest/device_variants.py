@@ -275,7 +275,8 @@ class CudaTarget(_CudaLaunches):
         return self._cuda.to_device(np.ascontiguousarray(array))
 
     def address(self, buffer: Any) -> int:
-        return int(buffer.gpudata)
+        # pycuda allocates nothing for an empty array (gpudata None): no thread reads it
+        return 0 if buffer.gpudata is None else int(buffer.gpudata)
 
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
         return buffer.get()

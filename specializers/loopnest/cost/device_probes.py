@@ -11,10 +11,12 @@ once per machine (its section 3.4):
   diverge, a CPU device's compute units;
 * ``launch_ns``: ``DeviceSweeps`` on one element, ``steps`` pairs of launches against none;
   ``bandwidth``: the same on arrays of 2**23 elements (``cache_bandwidth``: on arrays that fit
-  a quarter of the device's cache); the copy bandwidth (``upload_bw``, ``download_bw``): a call
-  with no step on arrays of 2**20 elements, against one on small ones; ``transfer_ns``:
-  copies of 8 bytes, nine against one, read back together as a call reads them;
-  ``call_ns``: a call with no launch, less the dispatcher's own cost and its array copies;
+  a quarter of the device's cache); ``call_ns``: a call with no launch (in runs of calls in a
+  row), less the dispatcher's own cost and its array copies;
+* copies as a call makes them (``_transfers``): ``transfer_ns``, copies of 8 bytes, nine
+  against one, read back together; ``upload_bw``, arrays of 2**20 elements uploaded;
+  ``download_bw``, three of them read back together against one, each copied into a host
+  array as a call copies it into the caller's;
 * ``build_s``: building ``DeviceWide``'s program once more, under a new name; ``init_s``: the
   device's first build in a new process beyond a later one (``first_use``: the driver, a
   context, the device code generation's modules and templates), as serial C's is measured; a
@@ -79,7 +81,8 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
     lanes = _lanes(backend, timed, target=0.002 if quick else 0.005,
                    limit=facts.compute_units * per_unit if facts.compute_units else math.inf)
     sweeps = _sweeps(backend, timed, facts.cache_bytes, count=200 if quick else 1000)
-    transfer_ns = _transfer_ns(backend, repeats)
+    copies = _transfers(backend, repeats)
+    transfer_ns = copies["transfer_ns"]
     # a call with no launch: the dispatcher, four copies (y and x up and back), the rest
     call_ns = max(0.0, sweeps["none_s"] * 1e9 - m.dispatch_ns - 4 * transfer_ns)
     return DeviceParams(
@@ -87,8 +90,8 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
         units=min(lanes, facts.compute_units if facts.cpu else lanes),
         lane_scale=lane_scale, bandwidth=sweeps["bandwidth"],
         cache_bytes=float(facts.cache_bytes), cache_bandwidth=sweeps["cache_bandwidth"],
-        launch_ns=sweeps["launch_ns"], call_ns=call_ns, upload_bw=sweeps["copy_bw"],
-        download_bw=sweeps["copy_bw"], transfer_ns=transfer_ns,
+        launch_ns=sweeps["launch_ns"], call_ns=call_ns, upload_bw=copies["upload_bw"],
+        download_bw=copies["download_bw"], transfer_ns=transfer_ns,
         build_s=_build_seconds(backend), init_s=init_s, simple_ns=simple_ns,
         host_memory=facts.cpu, source=f"{'quick' if quick else 'full'} calibration of "
                                        f"{facts.name}")
@@ -139,15 +142,12 @@ def _lanes(backend: str, timed, target: float, limit: float = math.inf) -> float
 def _sweeps(backend: str, timed, cache_bytes: int, count: int) -> dict[str, float]:
     """From ``DeviceSweeps``: a launch (``count`` pairs of launches on one element against
     none), the device's bandwidth (arrays of ``LARGE`` elements; ``cache_bandwidth``: arrays in
-    a quarter of its cache), the copy bandwidth (a call with no step on ``COPIED`` elements
-    against one on three) and the time of a call with no launch (``none_s``)."""
+    a quarter of its cache) and the time of a call with no launch (``none_s``)."""
     sweeps = DeviceSweeps(backend=backend, strict=True)
     fits = int(max(64, min(cache_bytes / 8 / 8, 1 << 16)))   # two arrays in a quarter of it
-    x_small, x_large, x_fits, x_copied = np.ones(3), np.ones(LARGE), np.ones(fits), \
-        np.ones(COPIED)
+    x_small, x_large, x_fits = np.ones(3), np.ones(LARGE), np.ones(fits)
     t = timed({"none": (sweeps, (np.ones(3), x_small, 0), NONE_CALLS),
                "launches": (sweeps, (np.ones(3), x_small, count)),
-               "copies": (sweeps, (np.ones(COPIED), x_copied, 0)),
                "large2": (sweeps, (np.ones(LARGE), x_large, 2)),
                "large4": (sweeps, (np.ones(LARGE), x_large, 4)),
                "fits10": (sweeps, (np.ones(fits), x_fits, 10)),
@@ -159,29 +159,53 @@ def _sweeps(backend: str, timed, cache_bytes: int, count: int) -> dict[str, floa
             "launch_ns": max(t["launches"] - t["none"], 0.0) / (2 * count) * 1e9,
             "bandwidth": bandwidth,
             "cache_bandwidth": max(bandwidth, 32 * fits / max((t["fits50"] - t["fits10"]) / 40,
-                                                              1e-9)),
-            # a call with no step copies x and y there and back: both ways at once
-            "copy_bw": 4 * 8 * COPIED / max(t["copies"] - t["none"], 1e-9)}
+                                                              1e-9))}
 
 
-def _transfer_ns(backend: str, repeats: int) -> float:
-    """The fixed cost of one array copy, either way, as a call makes them: arrays of 8 bytes
-    uploaded one by one, then read back together (on OpenCL with one wait for all), nine
-    against one (the wait, once per call, cancels: it is part of ``call_ns``). Each copy timed
-    on its own, a download waited for the driver's queue to wake each time: 17 to 34 us per
-    copy on PoCL here, more than a whole call's four copies cost."""
+def _transfers(backend: str, repeats: int) -> dict[str, float]:
+    """A copy's fixed cost (``transfer_ns``, either way) and the bandwidths of uploads and
+    downloads, measured on the operations a call makes (``_copies``): arrays uploaded one by
+    one, then read back together (on OpenCL with one wait for all) and copied into the
+    caller's arrays. The wait, once per call, cancels (nine copies against one, three reads
+    against one): it is part of ``call_ns``. Each copy timed on its own, a download waited for
+    the driver's queue to wake each time: 17 to 34 us per copy on PoCL here, more than a whole
+    call's four copies cost. Timed in runs of a few, on arrays of ``COPIED`` elements (taken
+    from a call that copied two arrays both ways after the other probes' large arrays, the
+    bandwidth read 1.9 to 4 GB/s in calibrations, where a call of vadd on arrays of 16 MiB
+    moved its bytes at 5 to 7)."""
     upload, download_many = _copies(backend)
-    one = np.ones(1)
+    one, bigs = np.ones(1), [np.ones(COPIED) for _ in range(3)]
+    host = np.empty_like(bigs[0])
+    buffers = [upload(big) for big in bigs]
 
     def copies(count: int):
         def run(n: int) -> None:
             for _ in range(n):
-                buffers = [upload(one) for _ in range(count)]
-                download_many([(b, one) for b in buffers])
+                made = [upload(one) for _ in range(count)]
+                download_many([(b, one) for b in made])
         return run
 
-    t = best_per_unit({"one": (copies(1), 20), "nine": (copies(9), 20)}, repeats)
-    return max(t["nine"] - t["one"], 0.0) / 16 * 1e9
+    def uploads(n: int) -> None:   # three arrays, their buffers kept until the last is made
+        for _ in range(n):
+            made = [upload(big) for big in bigs]
+        del made
+
+    def downloads(count: int):
+        def run(n: int) -> None:
+            for _ in range(n):
+                for read in download_many([(b, host) for b in buffers[:count]]):
+                    np.copyto(host, read)
+        return run
+
+    t = best_per_unit({"one": (copies(1), 20), "nine": (copies(9), 20), "up": (uploads, 1),
+                       "down1": (downloads(1), 3), "down3": (downloads(3), 3)}, repeats)
+    t["up"] /= len(bigs)
+    transfer_ns = max(t["nine"] - t["one"], 0.0) / 16 * 1e9
+    size = 8 * COPIED
+    return {"transfer_ns": transfer_ns,
+            "upload_bw": size / max(t["up"] - transfer_ns * 1e-9, 1e-9),
+            "download_bw": size / max((t["down3"] - t["down1"]) / 2 - transfer_ns * 1e-9,
+                                      1e-9)}
 
 
 def _model_ns(kernel, m: MachineParams) -> float:

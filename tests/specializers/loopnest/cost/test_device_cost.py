@@ -205,21 +205,22 @@ def test_the_lanes_probe_takes_no_noise_for_speed():
     assert device_probes._lanes("opencl", sliver, target=0.002, limit=4.0) == 4.0  # ...or 4
 
 
-def test_a_copys_fixed_cost_is_measured_as_a_call_makes_copies(monkeypatch):
+def test_copies_are_measured_as_a_call_makes_them(monkeypatch):
     """A call uploads its arrays one by one and reads them back together, waiting once: on a
-    driver whose wait costs 65 us, an upload 3 and a read 1 (a clock of the test's own), a
-    copy costs 2 us either way, and the wait is the call's own (``call_ns``). Timed one at a
-    time, each download waited: 34.5 us a copy, more than a whole call's copies cost."""
+    driver (a clock of the test's own) whose wait costs 65 us, an upload 3 us and 4 GB/s, a
+    read 1 us and 2 GB/s, a copy's fixed cost is 2 us either way, the wait being the call's own
+    (``call_ns``), and the bandwidths are the driver's. Timed one at a time, each download
+    waited: 34.5 us a copy, more than a whole call's copies cost."""
     from specializers.loopnest.cost import device_probes
 
     clock = [0.0]
 
     def upload(array):
-        clock[0] += 3e-6
-        return object()
+        clock[0] += 3e-6 + array.nbytes / 4e9
+        return array.nbytes
 
     def download_many(pairs):
-        clock[0] += 65e-6 + 1e-6 * len(pairs)
+        clock[0] += 65e-6 + sum(1e-6 + size / 2e9 for size, _ in pairs)
         return [like for _, like in pairs]
 
     def best_per_unit(cases, repeats):
@@ -232,7 +233,10 @@ def test_a_copys_fixed_cost_is_measured_as_a_call_makes_copies(monkeypatch):
 
     monkeypatch.setattr(device_probes, "_copies", lambda backend: (upload, download_many))
     monkeypatch.setattr(device_probes, "best_per_unit", best_per_unit)
-    assert device_probes._transfer_ns("opencl", 3) == pytest.approx(2000.0)
+    copies = device_probes._transfers("opencl", 3)
+    assert copies["transfer_ns"] == pytest.approx(2000.0, rel=1e-2)
+    assert copies["upload_bw"] == pytest.approx(4e9, rel=1e-2)
+    assert copies["download_bw"] == pytest.approx(2e9, rel=1e-2)
 
 
 def test_a_call_without_launches_is_timed_among_calls_in_a_row():
