@@ -75,6 +75,7 @@ class CompiledVariant:
         self._results = NestResults(analysis, module.outputs)
         self._loaded, self._threads = loaded, threads
         self._native = None   # the native call, once the extension is loaded (``_native_call``)
+        self._read = self._outputs = None   # its result record, read (``_record_reader``)
         self._native_tries = -NATIVE_AFTER
         # what a call without outputs returns (None where loop variables are computed)
         self._nothing = None if module.outputs or self._results._finals is not None else \
@@ -92,6 +93,10 @@ class CompiledVariant:
             record = native(inputs)
             if record is None:  # no error, and no outputs
                 return self._nothing or self._results(inputs, None)
+            if self._read is not None:
+                fields = self._read(record)
+                if not fields[0]:   # no error: the outputs, read in one unpack
+                    return self._outputs(inputs, *fields)
             out = self._loaded.ffi.from_buffer(self._record_type, record)
         else:
             out = self._call(inputs)
@@ -128,6 +133,9 @@ class CompiledVariant:
             bool(self.module.outputs))
         if self._native is not None:
             self._native_tries = NATIVE_TRIES
+            reader = _record_reader(ffi, record, self.module.outputs, self._results)
+            if reader is not None:
+                self._read, self._outputs = reader
         return self._native
 
 
@@ -174,6 +182,60 @@ def _corner_check(analysis, plan):
     shapes = dict(zip(analysis.names.arrays, plan.bound.key.shapes))
     error = corner_index_error(analysis, plan, shapes)
     return (lambda inputs: error) if error is not None else None
+
+
+#: The struct module's code of each C type a result record's fields have.
+_STRUCT_CODES = {"double": "d", "float": "f", "int64_t": "q", "int32_t": "i", "int16_t": "h",
+                 "int8_t": "b", "uint64_t": "Q", "uint32_t": "I", "uint16_t": "H",
+                 "uint8_t": "B", "_Bool": "?"}
+#: ...and the Python type it unpacks to, where that is the value's weak type already.
+_UNPACKS_TO = {"d": float, "f": float, "q": int, "i": int, "h": int, "b": int, "Q": int,
+               "I": int, "H": int, "B": int, "?": bool}
+
+
+def _record_reader(ffi, record, outputs, results: "NestResults"):
+    """(read, outputs): ``read(record)`` unpacks a native call's result record (its bytes) in
+    one ``struct`` call, the error code first, then each output's value and flag;
+    ``outputs(inputs, code, *fields)`` makes what ``NestResults`` makes of them, in one
+    generated expression per output. None where a field has a type without a struct code or
+    loop variables' final values are computed (``NestResults`` reads those)."""
+    import struct
+
+    if results._finals is not None:
+        return None
+    fields = dict(record.fields)
+    err_type = fields["err"].type
+    code_field = dict(err_type.fields)["code"]
+    wanted = [("code", fields["err"].offset + code_field.offset, code_field.type.cname)]
+    for output in outputs:
+        for name in (output.field, output.flag):
+            wanted.append((name, fields[name].offset, fields[name].type.cname))
+    if any(cname not in _STRUCT_CODES for _, _, cname in wanted):
+        return None
+    layout, at, order = "=", 0, []
+    for name, offset, cname in sorted(wanted, key=lambda w: w[1]):
+        layout += "x" * (offset - at) + _STRUCT_CODES[cname]
+        at = offset + struct.calcsize("=" + _STRUCT_CODES[cname])
+        order.append(name)
+    slot = {name: f"f{k}" for k, name in enumerate(order)}
+    codes = {name: _STRUCT_CODES[cname] for name, _, cname in wanted}
+    namespace: dict[str, Any] = {"NO_VALUE": NO_VALUE}
+    items = []
+    for position, output in results._outputs:
+        if output is None:
+            items.append("NO_VALUE")
+            continue
+        convert = results._convert[output.name]
+        value = slot[output.field]
+        if _UNPACKS_TO[codes[output.field]] is not convert:
+            namespace[f"c{position}"] = convert
+            value = f"c{position}({value})"
+        items.append(f"{value} if {slot[output.flag]} else "
+                     f"inputs[{results._first_output + position}]")
+    name = f"outputs_{next(_IDS)}"
+    source = returning(name, ("inputs", *slot.values()), items)
+    exec(compile(source, f"<asp {name}>", "exec"), namespace)  # noqa: S102
+    return struct.Struct(layout).unpack_from, namespace[name]
 
 
 def _converter(ty: Ty):

@@ -130,6 +130,14 @@ def _result(positions: tuple[int, ...], before: Any) -> Callable[[tuple], Any]:
     """The value a scalar has after the nest (``positions``: where the nest's outputs hand
     it back, the last one that has a value winning, as the rewritten method assigns them),
     else its value before it."""
+    if len(positions) == 1:   # (a warm call's own path: one output, read once)
+        (position,) = positions
+
+        def one(outputs: tuple) -> Any:
+            value = outputs[position]
+            return before if value is NO_VALUE else value
+        return one
+
     def result(outputs: tuple) -> Any:
         value = before
         for position in positions:

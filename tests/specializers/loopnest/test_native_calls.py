@@ -205,3 +205,59 @@ def test_once_the_extension_is_loaded_a_new_variant_calls_natively_at_once():
     kernel = Shift(backend="c", strict=True)
     assert_same_as_python(kernel, np.arange(5.0), np.zeros(5))
     assert native_of(kernel) is not None
+
+
+class Several(LoopKernel):
+    """Results of every kind a native call's record hands back: a weak int and bool, a strong
+    float of the array's dtype, a scalar assigned on some calls only, one not read after."""
+
+    def kernel(self, a, n, t):
+        count = 0
+        big = a[0]
+        found = False
+        last = -1
+        unused = 0.0
+        for i in range(n):
+            count += 1
+            if a[i] > big:
+                big = a[i]
+            if a[i] > t:
+                found = True
+                last = i
+            unused = a[i] * 2.0
+        return count, big, found, last
+
+
+def _compiled(function, depth: int = 3):
+    """The compiled variant a variant's run function calls (through the wrappers around it)."""
+    for cell in function.__closure__ or ():
+        value = cell.cell_contents
+        if hasattr(value, "_native"):
+            return value
+        if callable(value) and getattr(value, "__closure__", None) and depth:
+            found = _compiled(value, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+SEVERAL = [(np.array([3.0, 1.0, 4.0, 1.0, 5.0]), 5, 2.0),
+           (np.array([3.0, 1.0, 4.0, 1.0, 5.0]), 5, 9.0),      # found and last never assigned
+           (np.array([3.0, 1.0, 4.0], np.float32), 3, 1.5),
+           (np.array([2, 7, 1], np.int32), 3, 5),
+           (np.array([3.0, 1.0]), 0, 2.0)]                      # no iteration
+
+
+@pytest.mark.parametrize("case", range(len(SEVERAL)))
+def test_results_read_from_the_record_in_one_unpack(case):
+    """The native path reads the result record in one ``struct`` unpack
+    (``variants._record_reader``): Python's values and types, whichever scalars the call
+    assigned."""
+    kernel = Several(backend="c", strict=True)
+    args = SEVERAL[case]
+    for _ in range(WARM):
+        assert_same_as_python(kernel, *args)
+    compiled = _compiled(kernel._asp_current.runners[0]._fast[2].run)
+    assert compiled._native is not None and compiled._read is not None
+    for _ in range(3):
+        assert_same_as_python(kernel, *args)
