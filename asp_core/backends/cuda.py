@@ -20,6 +20,8 @@ context is pycuda's primary one, which the driver calls use as the current conte
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -38,21 +40,38 @@ def _driver():
 
 
 @functools.lru_cache(maxsize=None)
-def cuda_context(device: int = 0):
-    """The primary context of ``device``, made current once for this process."""
+def _primary_context(device: int):
+    """The primary context of ``device``, retained once for this process."""
     drv = _driver()
     try:
         drv.init()
         if drv.Device.count() <= device:
             raise BackendUnavailable(f"no CUDA device {device} (found {drv.Device.count()})")
-        dev = drv.Device(device)
-        context = dev.retain_primary_context()
-        context.push()
+        return drv.Device(device).retain_primary_context()
     except drv.Error as exc:
         raise BackendUnavailable(f"CUDA driver error: {exc}") from exc
-    import atexit
 
-    atexit.register(context.pop)
+
+#: Per thread, the device whose primary context it made current (a driver call from a thread
+#: where no context is current fails: a calibration in a background thread, a user's threads).
+_CURRENT = threading.local()
+
+
+def cuda_context(device: int = 0):
+    """The primary context of ``device``, made current in the calling thread (once per
+    thread; the main thread's is popped at the process's exit)."""
+    context = _primary_context(device)
+    if getattr(_CURRENT, "device", None) != device:
+        drv = _driver()
+        try:
+            context.push()
+        except drv.Error as exc:
+            raise BackendUnavailable(f"CUDA driver error: {exc}") from exc
+        _CURRENT.device = device
+        if threading.current_thread() is threading.main_thread():
+            import atexit
+
+            atexit.register(context.pop)
     return context
 
 
@@ -86,6 +105,7 @@ class CudaLaunchError(AspError):
 _DRIVER_CDEF = """
 int cuModuleLoadData(void **module, const void *image);
 int cuModuleGetFunction(void **function, void *module, const char *name);
+int cuModuleUnload(void *module);
 int cuLaunchKernel(void *, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int,
                    unsigned int, unsigned int, void *, void **, void **);
 int cuGetErrorName(int error, const char **name);
@@ -116,7 +136,6 @@ def _check(code: int, what: str) -> None:
         raise CudaLaunchError(f"{what} failed: {error_name(code)}")
 
 
-
 def error_name(code: int) -> str:
     """The driver's name of error ``code`` (``CUDA_ERROR_...``)."""
     ffi, lib = _driver_api()
@@ -124,6 +143,9 @@ def error_name(code: int) -> str:
     if lib.cuGetErrorName(code, name) or name[0] == ffi.NULL:
         return f"CUDA error {code}"
     return ffi.string(name[0]).decode()
+
+
+_HANDLES_LOCK = threading.Lock()
 
 
 @dataclass(eq=False)
@@ -146,19 +168,30 @@ class CudaModule:
     def function_address(self, name: str) -> int:
         """The ``CUfunction`` of kernel ``name``, for ``launch_address``'s function: from the
         module loaded once more through the driver's own entry points (pycuda's objects do
-        not expose their handles)."""
-        if name not in self._handles:
-            ffi, lib = _driver_api()
-            if self._driver_module is None:
-                module = ffi.new("void **")
-                _check(lib.cuModuleLoadData(module, ffi.from_buffer(self.cubin)),
-                       "loading the module")
-                self._driver_module = module[0]
-            function = ffi.new("void **")
-            _check(lib.cuModuleGetFunction(function, self._driver_module, name.encode()),
-                   f"finding kernel {name}")
-            self._handles[name] = int(ffi.cast("uintptr_t", function[0]))
-        return self._handles[name]
+        not expose their handles; it is unloaded with this object)."""
+        with _HANDLES_LOCK:
+            if name not in self._handles:
+                ffi, lib = _driver_api()
+                if self._driver_module is None:
+                    module = ffi.new("void **")
+                    _check(lib.cuModuleLoadData(module, ffi.from_buffer(self.cubin)),
+                           "loading the module")
+                    self._driver_module = module[0]
+                    weakref.finalize(self, lib.cuModuleUnload, module[0])
+                function = ffi.new("void **")
+                _check(lib.cuModuleGetFunction(function, self._driver_module, name.encode()),
+                       f"finding kernel {name}")
+                self._handles[name] = int(ffi.cast("uintptr_t", function[0]))
+            return self._handles[name]
+
+    def prepare(self, names: Sequence[str]) -> None:
+        """The handles of kernels ``names`` found now, so that a module the driver refuses
+        is refused before any call (``BackendUnavailable``: another variant runs)."""
+        try:
+            for name in names:
+                self.function_address(name)
+        except CudaLaunchError as exc:
+            raise BackendUnavailable(str(exc)) from exc
 
     def launch_error(self, code: int, what: str) -> Exception:
         return CudaLaunchError(f"{what} failed: {error_name(code)}")
@@ -209,7 +242,7 @@ def device_memory(device: int = 0) -> int:
 
 def initialized(device: int = 0) -> bool:
     """Whether this process has made ``device``'s context already (its first use is paid)."""
-    return cuda_context.cache_info().currsize > 0
+    return _primary_context.cache_info().currsize > 0
 
 
 def l2_cache_bytes(device: int = 0) -> int:

@@ -25,6 +25,7 @@ arguments (first value, step, trip count) from position ``base`` on.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -62,9 +63,9 @@ class GridLimits:
         return np.array([self.threads, *self.block, *self.grid], np.int64)
 
 
-#: The threads of a block the launches aim at: four warps, a block every CUDA device runs at
-#: full occupancy of its registers for the kernels generated here (nvcc's report:
-#: ``benchmarks/bench_device.py``).
+#: The threads of a block the launches aim at: four warps, a block every CUDA device runs (up
+#: to 1024); nvcc's report for the examples' kernels (``benchmarks/bench_device.py``) gives
+#: their registers at it an occupancy of 0.56 to 1.00 on sm_90.
 BLOCK_THREADS = 128
 
 #: A CUDA device's limits since compute capability 3.0 (the emulation's, and a GPU's unless
@@ -72,13 +73,22 @@ BLOCK_THREADS = 128
 CUDA_LIMITS = GridLimits(BLOCK_THREADS, (1024, 1024, 64), (2**31 - 1, 65535, 65535))
 
 
+_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=1)
-def library() -> Any:
-    """The compiled launch library (a ``CModule``), built once per machine (disk cache)."""
+def _library() -> Any:
     from ..templates import render
     from .c import compile_c
 
     return compile_c(render("asp_core/host_loops.c.mako"), CDEF, name="host_loops")
+
+
+def library() -> Any:
+    """The compiled launch library (a ``CModule``), built once per machine (disk cache) and
+    loaded once per process (threads that ask first at once wait for one build)."""
+    with _LOCK:
+        return _library()
 
 
 class Arguments:

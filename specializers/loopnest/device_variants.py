@@ -133,6 +133,9 @@ class _CudaLaunches(_Target):
         code = launches.cuda_launch(self._module.launch_address(),
                                     self._module.function_address(name), self._limits, sizes,
                                     self._arguments(args), group=group, base=base)
+        if code == launches.CANNOT_SPLIT:
+            raise RuntimeError(f"the launch of {name} over {list(sizes)} needs more blocks "
+                               "than the device launches, and the kernel cannot be split")
         if code:
             raise self._module.launch_error(code, f"the launch of {name} over {list(sizes)}")
 
@@ -215,8 +218,11 @@ class OpenCLTarget(_Target):
                 kernel.set_args(*args)
             else:
                 for index, (old, new) in enumerate(zip(last, args)):
+                    # (the same bits, not equal values: -0.0 == 0.0, and 1 / x tells them
+                    # apart)
                     if old is not new and not (type(old) is type(new) and
-                                               isinstance(new, np.generic) and old == new):
+                                               isinstance(new, np.generic) and
+                                               old.tobytes() == new.tobytes()):
                         kernel.set_arg(index, new)
             self._last[name] = list(args)
             local = (group,) + (1,) * (len(sizes) - 1) if group else \
@@ -269,6 +275,7 @@ class CudaTarget(_CudaLaunches):
 
         self._cuda = cuda
         self._module = cuda.load_cuda_module(module.source, options=("--fmad=false",))
+        self._module.prepare([k.name for k in module.kernels])
         self._limits = cuda.grid_limits()
 
     def upload(self, array: np.ndarray) -> Any:

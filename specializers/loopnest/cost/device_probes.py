@@ -187,8 +187,7 @@ def _transfers(backend: str, repeats: int) -> dict[str, float]:
 
     def uploads(n: int) -> None:   # three arrays, their buffers kept until the last is made
         for _ in range(n):
-            made = [upload(big) for big in bigs]
-        del made
+            [upload(big) for big in bigs]   # noqa: B018 (the list holds them)
 
     def downloads(count: int):
         def run(n: int) -> None:

@@ -41,3 +41,51 @@ def test_launch_on_the_gpu():
     x = cuda.to_device(np.arange(100.0))
     module.get_function("scale")(x, np.float64(3.0), np.int32(100), grid=(4, 1, 1), block=(32, 1, 1))
     np.testing.assert_array_equal(x.get(), 3.0 * np.arange(100.0))
+
+
+def test_each_thread_makes_the_primary_context_current_once(monkeypatch):
+    """A driver call needs a current context in the calling thread: the primary context is
+    retained once per process and pushed once per thread that uses CUDA (a calibration in a
+    background thread, a user's threads), never twice in one thread. (A driver of the test's
+    own: pycuda's interface, counting.)"""
+    import threading
+    import types
+
+    pushes, retained = [], []
+
+    class Context:
+        def push(self):
+            pushes.append(threading.get_ident())
+
+        def pop(self):
+            pass
+
+    class Device:
+        @staticmethod
+        def count():
+            return 1
+
+        def __init__(self, index):
+            pass
+
+        def retain_primary_context(self):
+            retained.append(1)
+            return Context()
+
+    driver = types.SimpleNamespace(init=lambda: None, Device=Device, Error=RuntimeError)
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    monkeypatch.setattr(cuda, "_CURRENT", threading.local())
+    cuda._primary_context.cache_clear()
+    monkeypatch.setattr("atexit.register", lambda *a: None)
+    try:
+        first = cuda.cuda_context()
+        assert cuda.cuda_context() is first
+        worker = []
+        thread = threading.Thread(target=lambda: worker.append(cuda.cuda_context()) or
+                                  worker.append(cuda.cuda_context()))
+        thread.start()
+        thread.join()
+        assert worker == [first, first] and len(retained) == 1
+        assert len(pushes) == 2 and pushes[0] != pushes[1]
+    finally:
+        cuda._primary_context.cache_clear()

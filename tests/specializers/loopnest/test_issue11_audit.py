@@ -498,10 +498,12 @@ class Tall(LoopKernel):
                 B[i, j] = A[i, j] + 1.0
 
 
-def test_cuda_launches_past_the_grid_limits_are_split():
+def test_cuda_launches_past_one_row_per_block_run_within_the_grid_limits():
     """70,000 rows of two columns: j (the last subscript) on x, i on y. A GPU launches at most
-    65535 blocks along y; the blocks take 64 rows each (the two columns leave their threads to
-    y), and the result is Python's, strict (no refusal, no fallback), either way round."""
+    65535 blocks along y, which one row per block exceeded (such a call was refused); the
+    blocks now take 64 rows each (the two columns leave their threads to y), and the result is
+    Python's, strict (no refusal, no fallback), either way round. (Splits at the limits:
+    ``test_launches_split_at_any_limits_give_pythons_results`` and ``test_launches.py``.)"""
     n, m = 70000, 2
     A = np.arange(n * m * 1.0).reshape(n, m)
     _same_as_python(Tall, "cuda-emulated", (A, np.zeros((n, m)), n, m))
@@ -628,3 +630,22 @@ def test_opencl_work_groups_are_shaped_from_the_domain_and_padded(monkeypatch):
     _same_as_python(Tall, "opencl", (rng.random((9, 5)), np.zeros((9, 5)), 9, 5))
     _same_as_python(Tall, "opencl", (rng.random((997, 1)), np.zeros((997, 1)), 997, 1))
     assert shapes == [((8, 16), (8, 16)), ((1, 1024), (1, 128))]
+
+
+class Scale(LoopKernel):
+    def kernel(self, a, out, x):
+        for i in range(a.shape[0]):
+            out[i] = a[i] * x
+
+
+@needs_opencl
+def test_a_scalar_argument_that_changes_only_its_sign_bit_is_passed_again():
+    """OpenCL sets again only the arguments that changed since a kernel's last launch: 0.0
+    then -0.0 (equal values, other bits) must reach the kernel, as must a NaN after a NaN."""
+    kernel = Scale(backend="opencl", strict=True)
+    for x in (0.0, -0.0, 0.0, float("nan"), float("nan"), 2.0):
+        got, want = np.zeros(4), np.zeros(4)
+        kernel.kernel(np.ones(4), got, x)
+        kernel.original_kernel(np.ones(4), want, x)
+        assert np.array_equal(np.signbit(got), np.signbit(want)) and \
+            np.array_equal(got, want, equal_nan=True), (x, got, want)
