@@ -20,8 +20,9 @@ work per thread from it, so both see the same kernels.
   band is empty), where no scalar flows between kernels (``_confined``): a scalar one kernel
   assigns is read by no other (outside loops of its own binding it), and a scalar live after
   the nest is assigned by one kernel at most, which stores it.
-* ``axes(band)``: the band's loops on grid axes, x for the loop that walks the last subscript
-  of most accesses (Chikin et al.'s inter-thread stride).
+* ``axes(band)``: the band's loops on grid axes, x for the loop whose neighbouring threads
+  touch neighbouring elements in the most accesses (Chikin et al.'s inter-thread stride, from
+  the affine subscripts).
 """
 
 from __future__ import annotations
@@ -198,27 +199,44 @@ class DeviceLayout:
                    for bound in (loop.start, loop.stop, loop.step) for n in bound.walk())
 
     def axes(self, band: tuple[d.Loop, ...], sids: Sequence[int]) -> tuple[Axis, ...]:
-        """The band's loops on grid axes: x for the loop walking the last subscript of the most
-        accesses with coefficient +-1 (ties: the innermost), among the accesses of the
-        kernel's own statements ``sids`` (a sibling kernel's accesses say nothing of this
-        one's strides), then the others outermost first."""
-        def unit_last(loop: d.Loop) -> int:
-            count = 0
-            for sid in sids:
-                for acc in self.analysis.access.statement(sid).accesses:
-                    if acc.index:
-                        last = acc.index[-1]
-                        if isinstance(last, d.Var) and last.name == loop.var:
-                            count += 1
-                        elif isinstance(last, d.BinOp) and last.op in "+-" and any(
-                                isinstance(side, d.Var) and side.name == loop.var
-                                for side in (last.left, last.right)):
-                            count += 1
-            return count
+        """The band's loops on grid axes: x for the loop whose neighbouring threads touch
+        neighbouring elements in the most accesses (Chikin et al.'s inter-thread stride, from
+        the affine subscripts at the binding: ``thread_stride``; a stride of 0 or 1 coalesces),
+        then the smaller total stride, then the innermost; the others outermost first. Only
+        the accesses of the kernel's own statements ``sids`` count (a sibling kernel's say
+        nothing of this one's strides)."""
+        accesses = [acc for sid in sids for acc in self.plan.bound.accesses.get(sid, ())]
 
-        ranked = sorted(range(len(band)), key=lambda k: (-unit_last(band[k]), -k))
-        order = [ranked[0]] + [k for k in range(len(band)) if k != ranked[0]]
+        def rank(k: int) -> tuple:
+            strides = [thread_stride(acc, band[k].lid) for acc in accesses]
+            return (-sum(stride <= 1 for stride in strides), sum(strides), -k)
+
+        first = min(range(len(band)), key=rank)
+        order = [first] + [k for k in range(len(band)) if k != first]
         return tuple(Axis(band[k].lid, axis, band[k].var) for axis, k in enumerate(order))
+
+
+#: The stride ``thread_stride`` gives a loop that walks a dimension before the last (a whole
+#: row or more apart) or a subscript the binding could not read.
+FAR = 1 << 20
+
+
+def thread_stride(access, lid: int) -> int:
+    """Elements apart that two threads, neighbouring along loop ``lid`` (one iteration apart),
+    touch in ``access`` (a ``binding.BoundAccess``, its subscripts affine in the loops'
+    iteration counts, steps included): 0 where its subscripts do not use the loop, the last
+    subscript's coefficient where only the last uses it, ``FAR`` where an earlier one does, or
+    a subscript is not affine. Shapes are not read, so that one module serves every size."""
+    stride = 0
+    for position, dim in enumerate(access.dims):
+        if dim is None:
+            return FAR
+        coeff = dict(dim.coeffs).get(lid, 0)
+        if coeff and position < len(access.dims) - 1:
+            return FAR
+        if coeff:
+            stride = min(abs(coeff), FAR)
+    return stride
 
 
 def loop_ids(node) -> list[int]:

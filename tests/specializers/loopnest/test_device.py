@@ -199,6 +199,45 @@ def test_a_parallel_band_maps_onto_the_grid_with_the_last_subscript_on_x():
     assert "get_global_id(0)" in module.source and "get_global_id(1)" in module.source
 
 
+class Broadcast(LoopKernel):
+    def kernel(self, out, x, y, n, m):
+        for i in range(n):
+            for j in range(m):
+                out[i, j] = x[i] * y[i] + 1.0
+
+
+class Strided(LoopKernel):
+    def kernel(self, out, a, n, m):
+        for i in range(n):
+            for j in range(m):
+                out[j, 3 * i] = a[j, 2 * i + 1] + a[j, 4 * i]
+
+
+class Flat(LoopKernel):
+    def kernel(self, out, a, n, m):
+        for j in range(m):
+            for i in range(n):
+                out[i * m + j] = a[i * m + j] * 2.0
+
+
+@pytest.mark.parametrize("cls, args, x", [
+    # x[i] and y[i] are the same address for every thread of a row (stride 0): j on x makes
+    # every access coalesce; i on x (two accesses walking their last subscript) would scatter
+    # the writes a row apart
+    (Broadcast, (np.zeros((4, 6)), np.ones(4), np.ones(4), 4, 6), "j"),
+    # i walks the last subscript of every access, 2 to 4 elements apart; j whole rows apart
+    (Strided, (np.zeros((5, 12)), np.ones((5, 12)), 3, 5), "i"),
+    # a flattened index: i * m + j walks j one element apart
+    (Flat, (np.zeros(24), np.ones(24), 4, 6), "j"),
+], ids=["broadcast", "strided", "flat"])
+def test_x_is_the_loop_of_the_smallest_inter_thread_stride(cls, args, x):
+    """Chikin et al.'s inter-thread stride, from the affine subscripts
+    (``device_layout.thread_stride``): the loop on x is the one whose neighbouring threads
+    touch the same or neighbouring elements in the most accesses."""
+    (kernel,) = _module(cls, args).kernels
+    assert kernel.axes[0].var == x
+
+
 class TwoSweeps(LoopKernel):
     """Under a time loop, a sweep walking rows along j, then one walking columns along i."""
 
