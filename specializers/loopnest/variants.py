@@ -75,7 +75,7 @@ class CompiledVariant:
         self._results = NestResults(analysis, module.outputs)
         self._loaded, self._threads = loaded, threads
         self._native = None   # the native call, once the extension is loaded (``_native_call``)
-        self._read = self._outputs = None   # its result record, read (``_record_reader``)
+        self._read = None   # its result record, read (``_record_reader``)
         self._native_tries = -NATIVE_AFTER
         # what a call without outputs returns (None where loop variables are computed)
         self._nothing = None if module.outputs or self._results._finals is not None else \
@@ -94,9 +94,9 @@ class CompiledVariant:
             if record is None:  # no error, and no outputs
                 return self._nothing or self._results(inputs, None)
             if self._read is not None:
-                fields = self._read(record)
-                if not fields[0]:   # no error: the outputs, read in one unpack
-                    return self._outputs(inputs, *fields)
+                outputs = self._read(inputs, record)   # (None: the record holds an error)
+                if outputs is not None:
+                    return outputs
             out = self._loaded.ffi.from_buffer(self._record_type, record)
         else:
             out = self._call(inputs)
@@ -133,9 +133,7 @@ class CompiledVariant:
             bool(self.module.outputs))
         if self._native is not None:
             self._native_tries = NATIVE_TRIES
-            reader = _record_reader(ffi, record, self.module.outputs, self._results)
-            if reader is not None:
-                self._read, self._outputs = reader
+            self._read = _record_reader(ffi, record, self.module.outputs, self._results)
         return self._native
 
 
@@ -194,18 +192,17 @@ _UNPACKS_TO = {"d": float, "f": float, "q": int, "i": int, "h": int, "b": int, "
 
 
 def _record_reader(ffi, record, outputs, results: "NestResults"):
-    """(read, outputs): ``read(record)`` unpacks a native call's result record (its bytes) in
-    one ``struct`` call, the error code first, then each output's value and flag;
-    ``outputs(inputs, code, *fields)`` makes what ``NestResults`` makes of them, in one
-    generated expression per output. None where a field has a type without a struct code or
-    loop variables' final values are computed (``NestResults`` reads those)."""
+    """``read(inputs, record)``: what ``NestResults`` makes of a native call's result record
+    (its bytes), None where the record holds an error: one generated function that unpacks
+    the error code and each output's value and flag in one ``struct`` call, then makes each
+    output in one expression. None where a field has a type without a struct code or loop
+    variables' final values are computed (``NestResults`` reads those)."""
     import struct
 
     if results._finals is not None:
         return None
     fields = dict(record.fields)
-    err_type = fields["err"].type
-    code_field = dict(err_type.fields)["code"]
+    code_field = dict(fields["err"].type.fields)["code"]
     wanted = [("code", fields["err"].offset + code_field.offset, code_field.type.cname)]
     for output in outputs:
         for name in (output.field, output.flag):
@@ -219,7 +216,7 @@ def _record_reader(ffi, record, outputs, results: "NestResults"):
         order.append(name)
     slot = {name: f"f{k}" for k, name in enumerate(order)}
     codes = {name: _STRUCT_CODES[cname] for name, _, cname in wanted}
-    namespace: dict[str, Any] = {"NO_VALUE": NO_VALUE}
+    namespace: dict[str, Any] = {"NO_VALUE": NO_VALUE, "unpack": struct.Struct(layout).unpack_from}
     items = []
     for position, output in results._outputs:
         if output is None:
@@ -232,10 +229,14 @@ def _record_reader(ffi, record, outputs, results: "NestResults"):
             value = f"c{position}({value})"
         items.append(f"{value} if {slot[output.flag]} else "
                      f"inputs[{results._first_output + position}]")
-    name = f"outputs_{next(_IDS)}"
-    source = returning(name, ("inputs", *slot.values()), items)
+    name = f"read_{next(_IDS)}"
+    source = "\n".join([f"def {name}(inputs, record):",
+                        f"    {', '.join(slot.values())}, = unpack(record)",
+                        f"    if {slot['code']}:",
+                        "        return None",
+                        f"    return ({''.join(item + ', ' for item in items)})", ""])
     exec(compile(source, f"<asp {name}>", "exec"), namespace)  # noqa: S102
-    return struct.Struct(layout).unpack_from, namespace[name]
+    return namespace[name]
 
 
 def _converter(ty: Ty):
