@@ -172,11 +172,9 @@ def _entry_points() -> tuple[int, int, Any] | None:
     """The addresses of the two OpenCL entry points a compiled host loop calls
     (``launches.opencl_host_loop``), from the process's OpenCL library, or None where it cannot
     be opened by name."""
-    import ctypes.util
-
     import cffi
 
-    library = ctypes.util.find_library("OpenCL")
+    library = _loaded_library()
     if library is None:
         return None
     ffi = cffi.FFI()
@@ -188,6 +186,26 @@ def _entry_points() -> tuple[int, int, Any] | None:
     addresses = [int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
                  for name in ("clSetKernelArg", "clEnqueueNDRangeKernel")]
     return addresses[0], addresses[1], lib   # (the library stays open with them)
+
+
+def _loaded_library() -> str | None:
+    """The OpenCL library pyopencl calls: the ICD loader mapped into this process (pyopencl's
+    wheel bundles one of its own, ``pyopencl/.libs/libOpenCL-*.so``), else the system's by
+    name. (Another loader than pyopencl's also works through the ICD dispatch of the objects,
+    but loads the drivers a second time, and a machine may have no system loader at all.)"""
+    import ctypes.util
+
+    try:
+        _runtime()   # (pyopencl's loader mapped)
+    except BackendUnavailable:
+        pass
+    try:
+        with open("/proc/self/maps") as maps:
+            mapped = {line.split()[-1] for line in maps if "/libOpenCL" in line}
+    except OSError:
+        mapped = set()
+    ours = sorted(path for path in mapped if "pyopencl" in path) or sorted(mapped)
+    return ours[0] if ours else ctypes.util.find_library("OpenCL")
 
 
 def host_loop_available() -> bool:

@@ -82,3 +82,14 @@ def test_a_host_loop_in_compiled_code():
     for t in (3, 5, 7):
         want[t:] += t
     assert np.array_equal(opencl.from_device(buf, x), want)
+
+
+def test_the_compiled_host_loop_calls_the_library_pyopencl_loaded():
+    """One OpenCL loader in the process: the one pyopencl maps (its wheel bundles its own),
+    not a second, the system's, found by name."""
+    path = opencl._loaded_library()
+    with open("/proc/self/maps") as maps:
+        mapped = {line.split()[-1] for line in maps if "/libOpenCL" in line}
+    assert path in mapped
+    if any("pyopencl" in m for m in mapped):
+        assert "pyopencl" in path
