@@ -117,7 +117,22 @@ class Arguments:
 
 def block_shape(sizes: Sequence[int], limits: GridLimits) -> tuple[int, ...]:
     """The block (work-group) over ``sizes`` threads per axis, one size per axis, by the rule
-    the compiled launches follow (see the module)."""
+    the compiled launches follow (see the module; ``asp_block_shape`` in the C). Written in
+    Python too, so that an OpenCL launch outside a host loop needs no compiled library: its
+    build (90 ms in a new cache folder) was a process's first OpenCL call's. A test holds
+    the two to the same shapes."""
+    left, block = limits.threads, []
+    for size, most in zip(sizes, limits.block):
+        b = 1
+        while b < size and 2 * b <= left and 2 * b <= most:
+            b *= 2
+        block.append(b)
+        left //= b
+    return tuple(block)
+
+
+def compiled_block_shape(sizes: Sequence[int], limits: GridLimits) -> tuple[int, ...]:
+    """``block_shape`` as the compiled library computes it."""
     module = library()
     ffi = module.ffi
     block = ffi.new("int64_t[3]")

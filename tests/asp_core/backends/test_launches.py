@@ -202,3 +202,17 @@ def test_the_emulation_runs_the_compiled_launches():
     assert launches.cuda_launch(module.launch_address(), module.function_address("rows"), tiny,
                                 [5], arguments, base=2) == 0
     assert np.array_equal(x, want)
+
+
+def test_the_python_block_shape_is_the_compiled_one():
+    """``block_shape`` (Python: OpenCL's launches outside host loops) and the compiled rule
+    (CUDA's launches, every host loop) give the same blocks: generated sizes and limits."""
+    rng = np.random.default_rng(17)
+    for _ in range(500):
+        naxes = int(rng.integers(0, 4))
+        limits = GridLimits(int(2 ** rng.integers(0, 11)),
+                            tuple(int(2 ** rng.integers(0, 11)) for _ in range(3)),
+                            launches.CUDA_LIMITS.grid)
+        sizes = [int(rng.choice([1, 2, 3, 7, 64, 100, 129, 5000, 70000])) for _ in range(naxes)]
+        assert launches.block_shape(sizes, limits) == \
+            launches.compiled_block_shape(sizes, limits), (sizes, limits)

@@ -352,10 +352,11 @@ def test_a_backend_this_machine_lacks_falls_back_with_the_reason():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
-@pytest.mark.parametrize("name", ["mandelbrot", "black_scholes", "gemver"])
+@pytest.mark.parametrize("name", [case.name for case in CASES])
 def test_nvcc_compiles_the_generated_cuda(name, tmp_path):
-    """The CUDA of examples that use the checked Python-int arithmetic, the math module and
-    several nests, compiled for sm_90 (no GPU needed to compile)."""
+    """The CUDA of each of the twelve examples (the checked Python-int arithmetic, the math
+    module, several nests, reductions, host loops), compiled for sm_90 (no GPU needed to
+    compile)."""
     case = next(c for c in CASES if c.name == name)
     cls = getattr(_example(name), case.cls)
     args = case.make(case.start * 2)

@@ -649,3 +649,17 @@ def test_a_scalar_argument_that_changes_only_its_sign_bit_is_passed_again():
         kernel.original_kernel(np.ones(4), want, x)
         assert np.array_equal(np.signbit(got), np.signbit(want)) and \
             np.array_equal(got, want, equal_nan=True), (x, got, want)
+
+
+@needs_opencl
+def test_an_opencl_call_without_a_host_loop_needs_no_compiled_launch_library(monkeypatch):
+    """Its work-groups are shaped in Python (``launches.block_shape``): building the compiled
+    library (90 ms in a new cache folder) was a new process's first OpenCL call's."""
+    from asp_core.backends import launches
+
+    def refused():
+        raise AssertionError("the compiled launch library was asked for")
+
+    monkeypatch.setattr(launches, "library", refused)
+    rng = np.random.default_rng(3)
+    _same_as_python(Tall, "opencl", (rng.random((6, 5)), np.zeros((6, 5)), 6, 5))
