@@ -34,11 +34,12 @@ from .device import DeviceParams
 log = logging.getLogger("asp.loopnest.calibrate")
 
 RECORD = "loopnest-device"
-FORMAT = 7   # 2: host_memory; 3: init_s measured in a new process where this one used the device;
+FORMAT = 8   # 2: host_memory; 3: init_s measured in a new process where this one used the device;
 #            4: init_s, the first build in a new process beyond a later one (``first_use``);
 #            5: ... with the compiler probe made before the timed process;
 #            6: call_ns from calls in a row, transfer_ns from copies read back together;
-#            7: upload and download bandwidths apart, from copies as a call makes them
+#            7: upload and download bandwidths apart, from copies as a call makes them;
+#            8: init_s without the compiled launch library's build (a 7 measured it in)
 #: The device backends the cost model may offer, and the package each needs.
 PACKAGES = {"opencl": "pyopencl", "cuda": "pycuda"}
 
