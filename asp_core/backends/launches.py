@@ -24,7 +24,6 @@ arguments (first value, step, trip count) from position ``base`` on.
 
 from __future__ import annotations
 
-import functools
 import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -74,21 +73,22 @@ CUDA_LIMITS = GridLimits(BLOCK_THREADS, (1024, 1024, 64), (2**31 - 1, 65535, 655
 
 
 _LOCK = threading.Lock()
-
-
-@functools.lru_cache(maxsize=1)
-def _library() -> Any:
-    from ..templates import render
-    from .c import compile_c
-
-    return compile_c(render("asp_core/host_loops.c.mako"), CDEF, name="host_loops")
+_LIBRARY: list[Any] = []   # the library, once loaded
 
 
 def library() -> Any:
     """The compiled launch library (a ``CModule``), built once per machine (disk cache) and
-    loaded once per process (threads that ask first at once wait for one build)."""
-    with _LOCK:
-        return _library()
+    loaded once per process (threads that ask first at once wait for one build; later calls,
+    one per launch, take no lock)."""
+    if not _LIBRARY:
+        with _LOCK:
+            if not _LIBRARY:
+                from ..templates import render
+                from .c import compile_c
+
+                _LIBRARY.append(compile_c(render("asp_core/host_loops.c.mako"), CDEF,
+                                          name="host_loops"))
+    return _LIBRARY[0]
 
 
 class Arguments:

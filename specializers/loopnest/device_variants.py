@@ -113,6 +113,12 @@ def _host_loop(group: list, plan, host, values: range, before: int) -> HostLoop 
                     tuple(hosts), tuple(forms))
 
 
+def _loop_arguments(args: list, failed: Any, loop: HostLoop, k: int) -> list:
+    """Kernel ``k``'s arguments in host loop ``loop``: the nest's data, the error word, then
+    zeros where the loop writes its axes and variable at each iteration."""
+    return [*args, failed, *[np.int64(0)] * (loop.host[k] - len(args))]
+
+
 class _CudaLaunches(_Target):
     """Launches of a CUDA module (a GPU's, or its emulation's) through ``launches``: in
     compiled code, with the block shapes and the grid's limits of ``self._limits``."""
@@ -140,7 +146,7 @@ class _CudaLaunches(_Target):
             raise self._module.launch_error(code, f"the launch of {name} over {list(sizes)}")
 
     def host_loop(self, group: list, args: list, failed: Any, loop: HostLoop) -> bool:
-        arguments = [self._arguments([*args, failed, *[np.int64(0)] * (loop.host[k] - len(args))])
+        arguments = [self._arguments(_loop_arguments(args, failed, loop, k))
                      for k in range(len(group))]
         code = launches.cuda_host_loop(
             self._module.launch_address(), [self._module.function_address(k.name)
@@ -237,8 +243,7 @@ class OpenCLTarget(_Target):
             return False
         with self._lock:
             for k, kernel in enumerate(group):   # the arguments the loop does not change
-                self._kernels[kernel.name].set_args(
-                    *args, failed, *([np.int64(0)] * (loop.host[k] - len(args))))
+                self._kernels[kernel.name].set_args(*_loop_arguments(args, failed, loop, k))
                 self._last.pop(kernel.name, None)
             self._cl.host_loop([self._kernels[k.name] for k in group],
                                [self._limits[k.name] for k in group], loop)

@@ -75,7 +75,7 @@ class CompiledVariant:
         self._results = NestResults(analysis, module.outputs)
         self._loaded, self._threads = loaded, threads
         self._native = None   # the native call, once the extension is loaded (``_native_call``)
-        self._read = None   # its result record, read (``_record_reader``)
+        self._read = None   # its result record, read (``NestResults.reader``)
         self._native_tries = -NATIVE_AFTER
         # what a call without outputs returns (None where loop variables are computed)
         self._nothing = None if module.outputs or self._results._finals is not None else \
@@ -133,7 +133,7 @@ class CompiledVariant:
             bool(self.module.outputs))
         if self._native is not None:
             self._native_tries = NATIVE_TRIES
-            self._read = _record_reader(ffi, record, self.module.outputs, self._results)
+            self._read = self._results.reader(record)
         return self._native
 
 
@@ -168,6 +168,55 @@ class NestResults:
                     if value is UNCHANGED else value
         return tuple(results)
 
+    def reader(self, record):
+        """``read(inputs, record)``: what this makes of a native call's result record (its
+        bytes; ``record``: its cffi type), None where the record holds an error: one generated
+        function that unpacks the error code and each output's value and flag in one
+        ``struct`` call, then makes each output in one expression. None where a field has a
+        type without a struct code or loop variables' final values are computed (``__call__``
+        reads those)."""
+        import struct
+
+        if self._finals is not None:
+            return None
+        fields = dict(record.fields)
+        code_field = dict(fields["err"].type.fields)["code"]
+        wanted = [("code", fields["err"].offset + code_field.offset, code_field.type.cname)]
+        for _, output in self._outputs:
+            for name in (output.field, output.flag) if output is not None else ():
+                wanted.append((name, fields[name].offset, fields[name].type.cname))
+        if any(cname not in _STRUCT_CODES for _, _, cname in wanted):
+            return None
+        layout, at, order = "=", 0, []
+        for name, offset, cname in sorted(wanted, key=lambda w: w[1]):
+            layout += "x" * (offset - at) + _STRUCT_CODES[cname]
+            at = offset + struct.calcsize("=" + _STRUCT_CODES[cname])
+            order.append(name)
+        slot = {name: f"f{k}" for k, name in enumerate(order)}
+        codes = {name: _STRUCT_CODES[cname] for name, _, cname in wanted}
+        namespace: dict[str, Any] = {"NO_VALUE": NO_VALUE,
+                                     "unpack": struct.Struct(layout).unpack_from}
+        items = []
+        for position, output in self._outputs:
+            if output is None:
+                items.append("NO_VALUE")
+                continue
+            convert = self._convert[output.name]
+            value = slot[output.field]
+            if _UNPACKS_TO[codes[output.field]] is not convert:
+                namespace[f"c{position}"] = convert
+                value = f"c{position}({value})"
+            items.append(f"{value} if {slot[output.flag]} else "
+                         f"inputs[{self._first_output + position}]")
+        name = f"read_{next(_IDS)}"
+        source = "\n".join([f"def {name}(inputs, record):",
+                            f"    {', '.join(slot.values())}, = unpack(record)",
+                            f"    if {slot['code']}:",
+                            "        return None",
+                            f"    return ({''.join(item + ', ' for item in items)})", ""])
+        exec(compile(source, f"<asp {name}>", "exec"), namespace)  # noqa: S102
+        return namespace[name]
+
 
 def _corner_check(analysis, plan):
     """A function of the inputs raising the corners' IndexError (computed once: the values
@@ -189,54 +238,6 @@ _STRUCT_CODES = {"double": "d", "float": "f", "int64_t": "q", "int32_t": "i", "i
 #: ...and the Python type it unpacks to, where that is the value's weak type already.
 _UNPACKS_TO = {"d": float, "f": float, "q": int, "i": int, "h": int, "b": int, "Q": int,
                "I": int, "H": int, "B": int, "?": bool}
-
-
-def _record_reader(ffi, record, outputs, results: "NestResults"):
-    """``read(inputs, record)``: what ``NestResults`` makes of a native call's result record
-    (its bytes), None where the record holds an error: one generated function that unpacks
-    the error code and each output's value and flag in one ``struct`` call, then makes each
-    output in one expression. None where a field has a type without a struct code or loop
-    variables' final values are computed (``NestResults`` reads those)."""
-    import struct
-
-    if results._finals is not None:
-        return None
-    fields = dict(record.fields)
-    code_field = dict(fields["err"].type.fields)["code"]
-    wanted = [("code", fields["err"].offset + code_field.offset, code_field.type.cname)]
-    for output in outputs:
-        for name in (output.field, output.flag):
-            wanted.append((name, fields[name].offset, fields[name].type.cname))
-    if any(cname not in _STRUCT_CODES for _, _, cname in wanted):
-        return None
-    layout, at, order = "=", 0, []
-    for name, offset, cname in sorted(wanted, key=lambda w: w[1]):
-        layout += "x" * (offset - at) + _STRUCT_CODES[cname]
-        at = offset + struct.calcsize("=" + _STRUCT_CODES[cname])
-        order.append(name)
-    slot = {name: f"f{k}" for k, name in enumerate(order)}
-    codes = {name: _STRUCT_CODES[cname] for name, _, cname in wanted}
-    namespace: dict[str, Any] = {"NO_VALUE": NO_VALUE, "unpack": struct.Struct(layout).unpack_from}
-    items = []
-    for position, output in results._outputs:
-        if output is None:
-            items.append("NO_VALUE")
-            continue
-        convert = results._convert[output.name]
-        value = slot[output.field]
-        if _UNPACKS_TO[codes[output.field]] is not convert:
-            namespace[f"c{position}"] = convert
-            value = f"c{position}({value})"
-        items.append(f"{value} if {slot[output.flag]} else "
-                     f"inputs[{results._first_output + position}]")
-    name = f"read_{next(_IDS)}"
-    source = "\n".join([f"def {name}(inputs, record):",
-                        f"    {', '.join(slot.values())}, = unpack(record)",
-                        f"    if {slot['code']}:",
-                        "        return None",
-                        f"    return ({''.join(item + ', ' for item in items)})", ""])
-    exec(compile(source, f"<asp {name}>", "exec"), namespace)  # noqa: S102
-    return namespace[name]
 
 
 def _converter(ty: Ty):
