@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence
 
 from . import config as config_module
+from . import gc_pause
 from .errors import (AspError, BackendUnavailable, CacheError, CompileError,
                      SpecializationError, UnsupportedArgument, UnsupportedConstruct)
 from .lru import LRUCache
@@ -463,7 +464,8 @@ class Specializer:
             found = self._variants.get(key)
             if found is None or (type(found) is _Failure and found.stale()):
                 try:
-                    found = self.build(backend, sig, args)
+                    with gc_pause.paused():
+                        found = self.build(backend, sig, args)
                 except FALLBACK_ERRORS as exc:
                     retry = time.monotonic() + RETRY_ENVIRONMENT_S \
                         if isinstance(exc, CacheError) else float("inf")

@@ -15,19 +15,18 @@ that call is analysed only where its work exceeds the analysis *and* a first var
 of this method before, ``cost.index.kernel_key``). A first call of saxpy on 2**18 elements
 (37 ms as Python) was analysed for 13 ms, and then ran as Python all the same.
 
-The data suggest work by the arrays among the call's arguments and the kernel's attributes,
-and the integers among the arguments (loop bounds): a nest ``L`` loops deep over arrays of up
-to ``d`` dimensions and ``N`` elements runs about ``N`` iterations times, for each loop
-deeper than ``d``, the extent of a dimension of the smallest arrays (gemm's three loops over
-``n x n`` matrices: ``n ** 3``; conv2d's four: its image times its filter), each at least
-``WORK_S_PER_ELEMENT`` in the interpreter, times one per ``BYTES_PER_UNIT`` bytes of the
-method's bytecode (a loop body of more operations costs more per iteration); ``L`` and the
-bytecode's size are read off the method's bytecode (the deepest nesting of its ``for``
-loops), once. The analysis cost is proportional to the size of the method's bytecode
-(``ANALYSIS_S_PER_BYTE``, measured on the twelve examples), plus, for the first kernel a
-process analyses, the analysis's own first use (``FIRST_ANALYSIS_S``: the modules it loads,
-measured at 20 to 25 ms). ``strict=True``, a forced backend, ``ASP_SELECTION=fixed``
-or ``explain()`` analyse at once.
+The data suggest work by the arrays among the call's arguments and the kernel's attributes
+(the integers among the arguments stand for a 1-D extent where there is no array): the loops
+at depth ``L`` of a method whose largest array has ``N`` elements and ``d`` dimensions run
+about ``N ** (L / d)`` iterations for ``L <= d``; loops deeper than ``d`` walk the smallest
+array's dimensions first (gemm's three loops over ``n x n`` matrices: ``n ** 3``; conv2d's
+four: its image times its filter), then the largest's. Each iteration costs
+``INSTRUCTION_S`` per bytecode instruction of that loop's own body (not counting the loops
+nested in it), read off the method's bytecode once (``loop_levels``). The analysis cost is
+proportional to the size of the method's bytecode (``ANALYSIS_S_PER_BYTE``, measured on the
+twelve examples), plus, for the first kernel a process analyses, the analysis's own first use
+(``FIRST_ANALYSIS_S``: the modules it loads, measured at 20 to 25 ms). ``strict=True``, a
+forced backend, ``ASP_SELECTION=fixed`` or ``explain()`` analyse at once.
 """
 
 from __future__ import annotations
@@ -39,15 +38,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-#: Interpreter time per array element a call may touch, a lower bound of its work (seconds)...
-WORK_S_PER_ELEMENT = 60e-9
-#: ...times one per this many bytes of the method's bytecode (at least once). On the twelve
-#: examples the time of plain Python over the element count times 60 ns was 1.1 (vadd, 108
-#: bytes) to 34 (gemver, 562 bytes), at least 1/100 of the bytecode's size but for the two
-#: whose depth the element count already overstates (conv2d, fbcorr); without the factor,
-#: first calls of jacobi and conway at 512 x 512 ran as Python without analysis, twice as long
-#: as analysing and compiling would have taken.
-BYTES_PER_UNIT = 100
+from .distributed.refusal import PLAIN_TYPES, is_dask_collection, refuse_dask_arguments
+
+#: Interpreter time per bytecode instruction of a loop body, per iteration (seconds). On the
+#: twelve examples at their sizes here, plain Python's time over the instructions their loops
+#: run came to 3.7 to 12 ns (mandelbrot's loops that break early aside: 0.2 to 14); the
+#: per-element estimate this replaces, 60 ns an element of every array times the bytecode's
+#: size over 100 bytes, was off by 0.6 to 2.5 (vadd to gemver), and ran jacobi's first call on
+#: 512 x 512 as Python (185 ms) where analysing and compiling it took 117.
+INSTRUCTION_S = 9e-9
 #: The analysis and rewrite of a kernel and its first binding, per byte of its bytecode, plus
 #: a base (seconds): the static part alone measured 10 to 64 us a byte on the examples.
 ANALYSIS_S_PER_BYTE = 30e-6
@@ -70,8 +69,9 @@ class ColdStart:
     predicted cost of its analysis."""
 
     analysis_s: float
-    depth: int = 1        # the deepest nesting of for loops in the method
-    weight: float = 1.0   # the work per element, in WORK_S_PER_ELEMENT (the bytecode's size)
+    #: per loop depth (1, 2, ...): the interpreter's time per iteration of the loops at that
+    #: depth, their own bytecode instructions times INSTRUCTION_S (``loop_levels``)
+    levels: tuple[float, ...] = (INSTRUCTION_S,)
     spent: float = 0.0
     calls: int = 0
     func: Callable | None = None   # the method (its compiled variants in the disk cache)
@@ -79,19 +79,20 @@ class ColdStart:
 
     @classmethod
     def of(cls, func: Callable) -> "ColdStart":
-        size = _bytecode_size(func.__code__)
-        return cls(ANALYSIS_BASE_S + ANALYSIS_S_PER_BYTE * size, loop_depth(func.__code__),
-                   max(1.0, size / BYTES_PER_UNIT), func=func)
+        code = func.__code__
+        return cls(ANALYSIS_BASE_S + ANALYSIS_S_PER_BYTE * _bytecode_size(code),
+                   tuple(INSTRUCTION_S * count for count in loop_levels(code)), func=func)
 
     def stays_cold(self, owner: Any, args: tuple, kwargs: dict) -> bool:
-        """Whether this call should run the original code without analysis."""
-        first = 0.0 if _ANALYSED[0] else FIRST_ANALYSIS_S
-        work = self.weight * work_hint(owner, args, kwargs, self.depth)
-        if self.spent + work < self.analysis_s + first:
+        """Whether this call should run the original code without analysis (``work_hint``
+        raises ``DaskArgumentError`` first for a Dask argument)."""
+        work = work_hint(owner, args, kwargs, self.levels)
+        limit = self.analysis_s if _ANALYSED[0] else self.analysis_s + FIRST_ANALYSIS_S
+        if self.spent + work < limit:
             return True
         if self.calls:
             return False   # the calls so far paid for the analysis (rent-or-buy)
-        return work < self.analysis_s + first + self.first_build_s()
+        return work < limit + self.first_build_s()
 
     def first_build_s(self) -> float:
         """What a first compiled variant of the method costs to get: loaded where a process
@@ -120,52 +121,84 @@ class ColdStart:
 
 
 _NO_ATTRIBUTES: dict = {}
+#: The attributes ``LoopKernel.__init__`` sets (``_asp_...``): an instance with no more has no
+#: array among its attributes (not looked at: 5 us of a first call here).
+LOOP_KERNEL_ATTRIBUTES = 8
+_NDARRAY = np.ndarray
+#: The types no Dask test is needed for: the plain arguments, and the kernel's own attributes.
+_SKIPPED = PLAIN_TYPES | {dict}
 
 
-def work_hint(owner: Any, args: tuple, kwargs: dict, depth: int = 1) -> float:
+def work_hint(owner: Any, args: tuple, kwargs: dict, levels: tuple[float, ...]) -> float:
     """An estimate, in seconds of the interpreter, of the work a call with these arguments
-    may do, for a method whose loops nest ``depth`` deep (see the module). Loops nested
-    deeper than the largest array's dimensions run along the smallest array's dimensions
-    first (a convolution's two inner loops walk its 3 x 3 filter, not its image: ``N ** (L /
-    d)`` counted conv2d's first call on 32 x 32 as 326 ms of work where it took 8), then the
-    largest's; a dimension of an array of ``n`` elements and ``k`` dimensions taken as
-    ``n ** (1 / k)`` long. (One pass over the values, no other function: this runs on every
-    cold call, where each new function's first run costs microseconds.)"""
-    elements = largest = 0
+    may do, for a method whose loops at depth ``L`` cost ``levels[L - 1]`` an iteration (see
+    the module); it raises ``DaskArgumentError`` for a Dask argument (``kernel()`` runs on
+    NumPy arrays). Loops nested deeper than the largest array's dimensions run along the
+    smallest array's dimensions first (a convolution's two inner loops walk its 3 x 3 filter,
+    not its image), then the largest's; a dimension of an array of ``n`` elements and ``k``
+    dimensions taken as ``n ** (1 / k)`` long.
+
+    This runs on a process's first call, where each object and code path touched for the
+    first time costs a cache miss or more (about a microsecond each here): one pass over the
+    values, with no other function for the common types. (As three functions, the Dask
+    refusal, this estimate and its caller's checks took 18 us before a first call of vadd on
+    16 elements, which itself takes 12 us.)"""
+    largest = longest = 0
     smallest = dims = small_dims = 1
-    ndarray = np.ndarray
-    for values in (args, kwargs.values(), getattr(owner, "__dict__", _NO_ATTRIBUTES).values()):
-        for value in values:  # (run on every cold call: kept lean)
+    attributes = getattr(owner, "__dict__", _NO_ATTRIBUTES)
+    for values in (args, kwargs.values() if kwargs else (),   # (``LoopKernel``'s own: none)
+                   attributes.values() if len(attributes) > LOOP_KERNEL_ATTRIBUTES else ()):
+        for value in values:
             kind = type(value)
-            if kind is ndarray:
+            if kind is _NDARRAY:
                 size = value.size
-                elements += size
                 if size > largest:
                     largest, dims = size, value.ndim or 1
                 if 1 < size and (smallest == 1 or size < smallest):
                     smallest, small_dims = size, value.ndim or 1
-            elif kind is int and value > 0:
-                elements += value
-    if largest and depth > dims:
-        loops = depth - dims
-        walked = min(loops, small_dims)
-        inner = smallest ** (walked / small_dims) * largest ** ((loops - walked) / dims)
-        elements = max(elements, largest * inner)
-    return elements * WORK_S_PER_ELEMENT
+            elif kind is int:
+                if value > longest:
+                    longest = value
+            elif kind not in _SKIPPED and is_dask_collection(value):
+                refuse_dask_arguments(args, kwargs)   # (raises where it is an argument)
+    if not largest:
+        largest = smallest = longest
+    work = 0.0
+    depth = 0
+    for seconds in levels:   # (no power where the exponent is 1: a first call's time)
+        depth += 1
+        if depth >= dims:
+            iterations = largest
+            if depth > dims:
+                walked = min(depth - dims, small_dims)
+                iterations *= smallest if walked == small_dims else \
+                    smallest ** (walked / small_dims)
+                if depth - dims > walked:
+                    iterations *= largest ** ((depth - dims - walked) / dims)
+        else:
+            iterations = largest ** (depth / dims)
+        work += seconds * iterations
+    return work
 
 
-def loop_depth(code: types.CodeType) -> int:
-    """The deepest nesting of ``for`` loops in ``code``, from its bytecode: each ``FOR_ITER``
-    spans the instructions up to its exit."""
+def loop_levels(code: types.CodeType) -> list[int]:
+    """Per depth of ``for`` loops in ``code`` (1, 2, ...), the bytecode instructions of the
+    loops at that depth, each loop's own (not those of the loops nested in it): what one
+    iteration of each runs. A ``FOR_ITER`` spans the instructions up to its exit."""
     import dis
 
+    instructions = [ins.offset for ins in dis.get_instructions(code)]
     spans = [(ins.offset, ins.argval) for ins in dis.get_instructions(code)
              if ins.opname == "FOR_ITER" and isinstance(ins.argval, int)]
-    deepest = 0
+    levels: list[int] = []
     for start, end in spans:
         depth = sum(1 for s, e in spans if s <= start < e)
-        deepest = max(deepest, depth)
-    return max(1, deepest)
+        inner = [(s, e) for s, e in spans if start < s < end]
+        own = sum(1 for offset in instructions if start <= offset < end and
+                  not any(s <= offset < e for s, e in inner))
+        levels.extend([0] * (depth - len(levels)))
+        levels[depth - 1] += own
+    return levels
 
 
 def _bytecode_size(code: types.CodeType) -> int:

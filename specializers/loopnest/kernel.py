@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from asp_core import config as config_module
+from asp_core import gc_pause
 from asp_core.errors import AspError, SpecializationError, UnsupportedConstruct
 from asp_core.specializer import warn_once
 
@@ -303,7 +304,8 @@ def _kernel_class(func) -> _KernelClass | _Unreadable:
             found = _CLASSES.get(func)
             if found is None:
                 try:
-                    found = _KernelClass(func)
+                    with gc_pause.paused():
+                        found = _KernelClass(func)
                 except AspError as exc:  # no source to read: the original code runs
                     found = _Unreadable(func, exc)
                 _CLASSES[func] = found
@@ -340,8 +342,10 @@ def _dispatching_kernel(original):
     def kernel(self, *args, **kwargs):
         cold = _COLD.get(original)
         if cold is not None:
-            refuse_dask_arguments(args, kwargs)   # (later calls: the signature's slow path)
-            if _may_stay_cold(self) and cold.stays_cold(self, args, kwargs):
+            # (a Dask argument raises here; later calls: the signature's slow path)
+            if not _may_stay_cold(self):
+                refuse_dask_arguments(args, kwargs)
+            elif cold.stays_cold(self, args, kwargs):
                 self._asp_current = COLD
                 return cold.run(original, self, args, kwargs)
             _COLD.pop(original, None)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from asp_core import config as config_module
-from asp_core import forking
+from asp_core import forking, gc_pause
 from asp_core.errors import BackendUnavailable, UnsupportedArgument
 from asp_core.lru import LRUCache
 from asp_core.platform import others_busy
@@ -203,9 +203,10 @@ class NestRunner(Specializer):
         key = (signature, self._build_count, int(2 * others_busy() + 0.5))  # (half cores)
         found = self._estimates.recent.get(key)
         if found is None:
-            found = self._estimates.put(key, self.estimator.estimates(
-                signature, lambda label: self.available(signature, label),
-                lambda label: self._compiled_before(signature, label)))
+            with gc_pause.paused():
+                found = self._estimates.put(key, self.estimator.estimates(
+                    signature, lambda label: self.available(signature, label),
+                    lambda label: self._compiled_before(signature, label)))
         return found
 
     def _profile_of(self, signature):

@@ -32,12 +32,12 @@ def is_dask_collection(value: Any) -> bool:
 
 
 #: Types no Dask collection has: the common arguments skip the test (it runs on cold calls).
-_PLAIN = frozenset({np.ndarray, int, float, bool, complex, str, type(None)})
+PLAIN_TYPES = frozenset({np.ndarray, int, float, bool, complex, str, type(None)})
 
 
 def refuse_dask_arguments(args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> None:
     """Raise ``DaskArgumentError`` if an argument of ``kernel()`` is a Dask collection."""
-    plain = _PLAIN
+    plain = PLAIN_TYPES
     for position, value in enumerate(args):
         if type(value) not in plain and is_dask_collection(value):
             _refuse(f"argument {position + 1}", value)

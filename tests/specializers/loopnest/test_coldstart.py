@@ -1,9 +1,9 @@
-"""coldstart: the loop depth read off the bytecode, and the work a call's data suggest."""
+"""coldstart: the loops read off the bytecode, and the work a call's data suggest."""
 
 import numpy as np
 import pytest
 
-from specializers.loopnest.coldstart import WORK_S_PER_ELEMENT, ColdStart, loop_depth, work_hint
+from specializers.loopnest.coldstart import INSTRUCTION_S, ColdStart, loop_levels, work_hint
 
 
 def flat(A, n):
@@ -27,18 +27,51 @@ def two_deep_after_a_comprehension(A):
             A[i, j] = squares[0]
 
 
-def test_loop_depth_is_the_deepest_nesting():
-    assert loop_depth(flat.__code__) == 1
-    assert loop_depth(deep.__code__) == 3
-    assert loop_depth(two_deep_after_a_comprehension.__code__) == 2
+def test_the_loops_per_depth_count_their_own_instructions():
+    """One entry per depth of for loops (the deepest nesting: a comprehension's loop is
+    code of its own), each loop counting its instructions but not its inner loops'."""
+    assert len(loop_levels(flat.__code__)) == 1
+    assert len(loop_levels(deep.__code__)) == 3
+    assert len(loop_levels(two_deep_after_a_comprehension.__code__)) == 2
+    outer, middle, inner = loop_levels(deep.__code__)
+    assert 0 < middle < inner and outer > middle   # (two loops at depth 1)
+
+    def heavier(A, B, C, n):
+        for k in range(n):
+            for i in range(n):
+                for j in range(n):
+                    C[i, j] += A[i, k] * B[k, j] + A[k, i] * B[j, k]
+
+    assert loop_levels(heavier.__code__)[1] == middle
+    assert loop_levels(heavier.__code__)[2] > inner
 
 
 def test_work_grows_with_the_depth_over_the_dimensions():
     n = 100
     A = np.zeros((n, n))
-    assert work_hint(None, (A, n), {}, depth=1) == (n * n + n) * WORK_S_PER_ELEMENT
-    # three loops over n x n matrices: about n ** 3 iterations
-    assert work_hint(None, (A, A, A, n), {}, depth=3) == (n * n) ** 1.5 * WORK_S_PER_ELEMENT
+    # one loop along a 100 x 100 array: 100 iterations; two: 10,000
+    assert work_hint(None, (A, n), {}, (1.0,)) == pytest.approx(n)
+    assert work_hint(None, (A, n), {}, (1.0, 2.0)) == pytest.approx(n + 2 * n * n)
+    # three loops over n x n matrices: about n ** 3 iterations of the innermost
+    assert work_hint(None, (A, A, A, n), {}, (0.0, 0.0, 1.0)) == pytest.approx(n ** 3)
+    # no array: an integer argument is the extent of a loop
+    assert work_hint(None, (n,), {}, (1.0, 1.0)) == pytest.approx(n + n * n)
+    # the kernel's own attributes count as its arguments do
+    from specializers.loopnest import LoopKernel
+
+    class Owner(LoopKernel):
+        def __init__(self):
+            super().__init__()
+            self.A = A
+
+    assert work_hint(Owner(), (), {}, (1.0, 1.0)) == pytest.approx(n + n * n)
+
+
+def test_the_attributes_of_a_bare_loop_kernel_are_its_own():
+    """``work_hint`` skips an instance's attributes where it has only those LoopKernel sets."""
+    from specializers.loopnest import LoopKernel, coldstart
+
+    assert len(LoopKernel().__dict__) == coldstart.LOOP_KERNEL_ATTRIBUTES
 
 
 def convolve(image, out, weights):
@@ -54,8 +87,8 @@ def test_loops_deeper_than_the_largest_array_walk_the_smallest():
     taps, not the image squared."""
     image, out = np.zeros((32, 32)), np.zeros((32, 32))
     weights = np.zeros((3, 3))
-    hint = work_hint(None, (image, out, weights), {}, depth=4)
-    assert hint == pytest.approx(32 * 32 * 9 * WORK_S_PER_ELEMENT)
+    hint = work_hint(None, (image, out, weights), {}, (0.0, 0.0, 0.0, 1.0))
+    assert hint == pytest.approx(32 * 32 * 9)
 
 
 def test_a_dense_kernel_on_mid_sized_data_is_analysed_at_once():
@@ -70,8 +103,8 @@ def test_a_dense_kernel_on_mid_sized_data_is_analysed_at_once():
 def test_the_first_analysis_in_a_process_costs_more(monkeypatch):
     from specializers.loopnest import coldstart
 
-    cold = ColdStart(analysis_s=1e-3, build_s=0.0)
-    data = np.zeros(int(5e-3 / WORK_S_PER_ELEMENT))   # 5 ms of work
+    cold = ColdStart(analysis_s=1e-3, build_s=0.0)   # a loop of one instruction
+    data = np.zeros(int(5e-3 / INSTRUCTION_S))   # 5 ms of work
     monkeypatch.setattr(coldstart, "_ANALYSED", [False])
     assert cold.stays_cold(None, (data,), {})          # the analysis loads its modules first
     coldstart.analysed()
@@ -86,11 +119,10 @@ def stencil(A, B, n):
                        A[i + 1, j - 1]) * 0.125 - A[i, j]
 
 
-def test_a_longer_loop_body_weighs_more_per_element():
-    """The same data suggest more work for a method of more bytecode (one unit per
-    BYTES_PER_UNIT bytes, at least one): a stencil's first call on 185 x 185 is analysed at
-    once, where a copy of the same arrays stays cold (its analysis costs less, too, but
-    less than the stencil's work grows)."""
+def test_a_longer_loop_body_weighs_more_per_iteration():
+    """The same data suggest more work for a loop body of more instructions: a stencil's
+    first call on 185 x 185 is analysed at once, where a copy of the same arrays stays cold
+    (its analysis costs less, too, but less than the stencil's work grows)."""
     from specializers.loopnest import coldstart
 
     def copy2d(A, B, n):
@@ -100,12 +132,43 @@ def test_a_longer_loop_body_weighs_more_per_element():
 
     heavy, light = ColdStart.of(stencil), ColdStart.of(copy2d)
     heavy.build_s = light.build_s = 0.0   # (the analysis alone decides here)
-    assert heavy.weight == coldstart._bytecode_size(stencil.__code__) / coldstart.BYTES_PER_UNIT
-    assert heavy.weight > 2.0 and light.weight < 1.5
+    assert heavy.levels[1] > 4 * light.levels[1]
     n = 185
     A = np.zeros((n, n))
     coldstart.analysed()
     assert light.stays_cold(None, (A, A, n), {}) and not heavy.stays_cold(None, (A, A, n), {})
+
+
+def test_the_estimate_is_near_the_interpreters_time():
+    """On kernels of three shapes (one loop, a stencil, a matrix product) the estimate is
+    within a factor of three of the original code's time, the data large enough that the
+    call's fixed costs do not count."""
+    import time
+
+    def saxpy(a, x, y):
+        for i in range(len(x)):
+            y[i] = a * x[i] + y[i]
+
+    def matmul(A, B, C, n):
+        for i in range(n):
+            for j in range(n):
+                for k in range(n):
+                    C[i, j] += A[i, k] * B[k, j]
+
+    n = 64
+    A = np.random.default_rng(0).random((n, n))
+    x = np.ones(20_000)
+    for func, args in ((saxpy, (2.0, x, x.copy())), (stencil, (A, A.copy(), n)),
+                       (matmul, (A, A, np.zeros((n, n)), n))):
+        best = min(_timed(func, args, time) for _ in range(3))
+        estimate = work_hint(None, args, {}, ColdStart.of(func).levels)
+        assert best / 3 < estimate < 3 * best, func.__name__
+
+
+def _timed(func, args, time):
+    started = time.perf_counter()
+    func(*args)
+    return time.perf_counter() - started
 
 
 def test_a_first_call_is_analysed_only_where_a_build_would_pay_too(monkeypatch):
@@ -116,12 +179,12 @@ def test_a_first_call_is_analysed_only_where_a_build_would_pay_too(monkeypatch):
 
     monkeypatch.setattr(coldstart, "_ANALYSED", [True])
     cold = ColdStart(analysis_s=1e-3, build_s=0.05)
-    twenty_ms = np.zeros(int(20e-3 / WORK_S_PER_ELEMENT))
+    twenty_ms = np.zeros(int(20e-3 / INSTRUCTION_S))
     assert cold.stays_cold(None, (twenty_ms,), {})
     cold.run(lambda owner, data: None, None, (twenty_ms,), {})
     cold.spent = 20e-3   # (what that call would have taken)
     assert not cold.stays_cold(None, (twenty_ms,), {})
-    sixty_ms = np.zeros(int(60e-3 / WORK_S_PER_ELEMENT))
+    sixty_ms = np.zeros(int(60e-3 / INSTRUCTION_S))
     assert not ColdStart(analysis_s=1e-3, build_s=0.05).stays_cold(None, (sixty_ms,), {})
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from asp_core import selection
-from specializers.loopnest import LoopKernel, coldstart
+from specializers.loopnest import LoopKernel
 from specializers.loopnest.cost import machine as machine_module
 from specializers.loopnest.cost.machine import DEFAULTS
 from specializers.loopnest.kernel import _COLD
@@ -185,7 +185,7 @@ def test_a_small_first_call_runs_the_original_code_cold():
     assert kernel.last_call.cold and np.array_equal(y, expected(8))
     assert original in _COLD and _COLD[original].calls == 1
     # a call with data suggesting more work than the analysis costs is analysed at once
-    n = int(_COLD[original].analysis_s / coldstart.WORK_S_PER_ELEMENT)
+    n = int(_COLD[original].analysis_s / _COLD[original].levels[0])
     a, x, y = inputs(n)
     kernel.kernel(a, x, y)
     assert not kernel.last_call.cold and original not in _COLD
