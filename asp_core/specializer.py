@@ -58,12 +58,17 @@ class FallbackWarning(UserWarning):
 @dataclass(frozen=True)
 class Variant:
     """A runnable specialization: ``run`` takes the call's arguments. ``timed``: the time
-    ``run`` takes is the call's (else the specializer reports it, ``Specializer.observed``)."""
+    ``run`` takes is the call's (else the specializer reports it, ``Specializer.observed``).
+    ``warming``: while it returns True, the variant's calls do not cost what they will (a
+    compiled variant's first calls, before its native call path is made): their times are
+    shown, not observed (a probe of two such calls at 10 us made the selector keep plain
+    Python at 2.7 us over serial C at 1.3)."""
 
     backend: str
     run: Callable[..., Any]
     key: str = ""
     timed: bool = True
+    warming: Callable[[], bool] | None = None
 
     @property
     def record(self) -> "CallRecord":
@@ -248,10 +253,14 @@ class Specializer:
         A forced backend, or ``ASP_SELECTION=fixed``, skips the estimates."""
         return None
 
-    def observed(self, estimate: Estimate, seconds: float) -> None:
-        """A call of ``estimate.label`` took ``seconds``: correct the model (``selection``);
-        a surprise ends the fast path (the next call chooses again)."""
+    def observed(self, estimate: Estimate, seconds: float,
+                 variant: Variant | None = None) -> None:
+        """A call of ``estimate.label`` (``variant``) took ``seconds``: correct the model
+        (``selection``), unless the variant is warming up; a surprise ends the fast path (the
+        next call chooses again)."""
         self.last_measured_s = seconds
+        if variant is not None and variant.warming is not None and variant.warming():
+            return
         if self.selector.observe(estimate, seconds):
             self._end_fast()
 
@@ -287,7 +296,7 @@ class Specializer:
                         return found.run(*args)
                     started = time.perf_counter()
                     result = found.run(*args)
-                    self.observed(estimate, time.perf_counter() - started)
+                    self.observed(estimate, time.perf_counter() - started, found)
                     return result
                 vouched = fast[0]
         if kwargs:
@@ -358,7 +367,7 @@ class Specializer:
             return found.run(*args)   # the specializer reports the time (``observed``)
         started = time.perf_counter()
         result = found.run(*args)
-        self.observed(decision.estimate, time.perf_counter() - started)
+        self.observed(decision.estimate, time.perf_counter() - started, found)
         return result
 
     def _run_again(self, fast: list, args: Sequence[Any]) -> Any:
@@ -375,7 +384,7 @@ class Specializer:
             return found.run(*args)
         started = time.perf_counter()
         result = found.run(*args)
-        self.observed(estimate, time.perf_counter() - started)
+        self.observed(estimate, time.perf_counter() - started, found)
         return result
 
     def _run_selected_slowly(self, sig: Hashable, args: Sequence[Any], kwargs: dict,
@@ -413,7 +422,7 @@ class Specializer:
             return found.run(*args)
         started = time.perf_counter()
         result = found.run(*args)
-        self.observed(decision.estimate, time.perf_counter() - started)
+        self.observed(decision.estimate, time.perf_counter() - started, found)
         return result
 
     def _failed(self, sig: Hashable, label: str) -> bool:

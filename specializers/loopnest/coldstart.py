@@ -25,8 +25,8 @@ four: its image times its filter), then the largest's. Each iteration costs
 nested in it), read off the method's bytecode once (``loop_levels``). The analysis cost is
 proportional to the size of the method's bytecode (``ANALYSIS_S_PER_BYTE``, measured on the
 twelve examples), plus, for the first kernel a process analyses, the analysis's own first use
-(``FIRST_ANALYSIS_S``: the modules it loads, measured at 20 to 25 ms). ``strict=True``, a
-forced backend, ``ASP_SELECTION=fixed`` or ``explain()`` analyse at once.
+(``FIRST_ANALYSIS_S``: the calibration read and the cost model's first estimates).
+``strict=True``, a forced backend, ``ASP_SELECTION=fixed`` or ``explain()`` analyse at once.
 """
 
 from __future__ import annotations
@@ -48,11 +48,14 @@ from .distributed.refusal import PLAIN_TYPES, is_dask_collection, refuse_dask_ar
 #: 512 x 512 as Python (185 ms) where analysing and compiling it took 117.
 INSTRUCTION_S = 9e-9
 #: The analysis and rewrite of a kernel and its first binding, per byte of its bytecode, plus
-#: a base (seconds): the static part alone measured 10 to 64 us a byte on the examples.
-ANALYSIS_S_PER_BYTE = 30e-6
-ANALYSIS_BASE_S = 2e-3
-#: The first analysis in a process loads the analysis and code generation (seconds).
-FIRST_ANALYSIS_S = 20e-3
+#: a base (seconds): with the call's signature, 3.4 ms (vadd, 108 bytes) to 18.7 ms
+#: (black_scholes, 944 bytes) in a new process here.
+ANALYSIS_S_PER_BYTE = 18e-6
+ANALYSIS_BASE_S = 1e-3
+#: The first analysed call in a process also reads the machine's calibration and the
+#: compiler's identity, and makes the cost model's first estimates (seconds: 5 to 7 ms and
+#: 6 to 7 here).
+FIRST_ANALYSIS_S = 12e-3
 #: Lines of C a small nest adds to the runtime header (``cost.models.NestProfile.lines``).
 TYPICAL_LINES = 50
 _ANALYSED = [False]   # whether this process has analysed a kernel
@@ -92,6 +95,11 @@ class ColdStart:
             return True
         if self.calls:
             return False   # the calls so far paid for the analysis (rent-or-buy)
+        if self.build_s is None:
+            from .cost.estimates import LOAD_SECONDS
+
+            if work < limit + LOAD_SECONDS:   # (a build costs at least a load: no need to
+                return True                   # read what it costs, 7 ms on a first call)
         return work < limit + self.first_build_s()
 
     def first_build_s(self) -> float:

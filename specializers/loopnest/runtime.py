@@ -287,6 +287,7 @@ class NestRunner(Specializer):
                 run = exact_on_error(compiled, written_positions(self.analysis),
                                      COMPILED_ERRORS, self.name, redo)
             run.module = compiled.module
+            run.warming_up = compiled.warming_up
             if backend == "openmp":  # a fork must not leave a child hanging in libgomp
                 forking.watch_openmp()
                 forking.on_unusable_child(self, NestRunner._forget_openmp)
@@ -298,11 +299,11 @@ class NestRunner(Specializer):
             self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
             self._dump_plan(plan)
         self._executors.put(memo, run)
-        key = run.module.key
+        key, warming = run.module.key, run.warming_up
         if run.module.beyond_int64 and not self._forced and not self.strict:
             run = exact_on_error(run, written_positions(self.analysis), (BeyondInt64,),
                                  self.name, notice=self._beyond_int64)
-        return Variant(backend, _recording(self, run, plan), key)
+        return Variant(backend, _recording(self, run, plan), key, warming=warming)
 
     def _beyond_int64(self, error: BaseException) -> None:
         """A compiled call met a Python int beyond 64 bits (``variants.BeyondInt64``): the

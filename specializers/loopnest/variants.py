@@ -104,6 +104,11 @@ class CompiledVariant:
             raise python_error(out.err, self.module)
         return self._results(inputs, lambda field: getattr(out, field))
 
+    def warming_up(self) -> bool:
+        """Whether a native call may still be made (``_native_call``): the calls until then
+        go through cffi, several microseconds more than they will cost."""
+        return self._native is None and self._native_tries < NATIVE_TRIES
+
     def _native_call(self):
         """The native call of this variant (``asp_core.call_guard.make_caller``), or None:
         before ``NATIVE_AFTER`` calls, not made yet (the extension loads in the background:

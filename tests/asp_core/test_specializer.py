@@ -284,7 +284,7 @@ def test_a_stable_choice_times_fewer_of_its_calls_the_shorter_they_are(predicted
                                               Estimate("slower", 100 * predicted_s, {})))
     spec = Chosen(double, config=Config())
     timed = []
-    monkeypatch.setattr(spec, "observed", lambda estimate, seconds: timed.append(seconds))
+    monkeypatch.setattr(spec, "observed", lambda estimate, seconds, variant=None: timed.append(seconds))
     calls = 2048
     for x in range(calls):
         spec(float(x))

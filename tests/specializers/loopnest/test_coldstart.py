@@ -121,7 +121,7 @@ def stencil(A, B, n):
 
 def test_a_longer_loop_body_weighs_more_per_iteration():
     """The same data suggest more work for a loop body of more instructions: a stencil's
-    first call on 185 x 185 is analysed at once, where a copy of the same arrays stays cold
+    first call on 140 x 140 is analysed at once, where a copy of the same arrays stays cold
     (its analysis costs less, too, but less than the stencil's work grows)."""
     from specializers.loopnest import coldstart
 
@@ -133,7 +133,7 @@ def test_a_longer_loop_body_weighs_more_per_iteration():
     heavy, light = ColdStart.of(stencil), ColdStart.of(copy2d)
     heavy.build_s = light.build_s = 0.0   # (the analysis alone decides here)
     assert heavy.levels[1] > 4 * light.levels[1]
-    n = 185
+    n = 140
     A = np.zeros((n, n))
     coldstart.analysed()
     assert light.stays_cold(None, (A, A, n), {}) and not heavy.stays_cold(None, (A, A, n), {})

@@ -188,6 +188,43 @@ def test_a_variant_waits_for_the_extension_however_many_calls_its_load_takes(mon
     assert_same_as_python(kernel, *args)
 
 
+def test_calls_before_the_native_path_are_not_observed(monkeypatch):
+    """Until its native call is made (here: the extension still loading), a variant's calls go
+    through cffi, several microseconds more than they will cost. The variant says it is
+    warming up, and the dispatcher does not tell the selector of those calls' times (a probe
+    of two of them once kept plain Python at 2.7 us over serial C at 1.3): it does once the
+    native call is made."""
+    from asp_core.selection import Estimate
+
+    class Offset(LoopKernel):   # (its own variant: the compiled variants are shared)
+        def kernel(self, a, out, n):
+            for i in range(n):
+                out[i] = a[i] + 0.25
+
+    kernel = Offset(backend="c", strict=True)
+    args = (np.arange(7.0), np.zeros(7), 7)
+    loaded = list(cg._LOADED)
+    monkeypatch.setattr(cg, "_LOADED", [])          # the extension still loading...
+    monkeypatch.setattr(cg, "_READY", threading.Event())
+    for _ in range(WARM):
+        assert_same_as_python(kernel, *args)
+    runner = kernel._asp_current.runners[0]
+    variant = runner._fast[2]
+    told = []
+    monkeypatch.setattr(runner.selector, "observe",
+                        lambda estimate, seconds: told.append(seconds) and False)
+    estimate = Estimate("c", 1e-6)
+    assert variant.warming is not None and variant.warming()
+    runner.observed(estimate, 2e-5, variant)
+    assert told == [] and runner.last_measured_s == 2e-5   # shown, not observed
+    cg._LOADED.extend(loaded)                         # ...and loaded
+    cg._READY.set()
+    assert_same_as_python(kernel, *args)
+    assert native_of(kernel) is not None and not variant.warming()
+    runner.observed(estimate, 1e-6, variant)
+    assert told == [1e-6]
+
+
 def test_once_the_extension_is_loaded_a_new_variant_calls_natively_at_once():
     """``NATIVE_AFTER`` spares a script of a few calls the extension's load; once another
     variant loaded it, a new variant has nothing to spare: its first call is native (the
