@@ -195,6 +195,7 @@ class Specializer:
         self.selector = Selector()
         self.last_decision: Decision | None = None
         self.last_estimate: Estimate | None = None
+        self._vouched: Hashable | None = None   # the signature ``guarded`` was told last
         self.last_measured_s: float | None = None
         self.name = getattr(func, "__qualname__", repr(func))
 
@@ -213,7 +214,8 @@ class Specializer:
 
     def guarded(self, signature: Hashable) -> None:
         """A call's signature is ``signature``, as its guard vouched (instead of
-        ``signature()``, whose side effects a specializer may redo here)."""
+        ``signature()``, whose side effects a specializer may redo here): told on the first
+        of the warm calls in a row it vouches for, again after ``signature()`` ran."""
 
     def _guard(self, signature: Hashable, args: Sequence[Any]) -> Callable[[tuple], bool] | None:
         self._fast_entries += 1
@@ -282,7 +284,9 @@ class Specializer:
         if fast is not None and not kwargs:   # (never set where the JIT is disabled)
             guard = fast[5]
             if guard is not None and guard(args):
-                self.guarded(fast[0])   # a warm call: the guard vouches for the signature
+                if fast[0] is not self._vouched:   # a warm call: the guard vouches for the
+                    self._vouched = fast[0]         # signature (told once per run of them)
+                    self.guarded(fast[0])
                 if fast[1] > 0:
                     estimate = fast[3]
                     self.last_estimate, self.last_measured_s = estimate, None
@@ -308,6 +312,7 @@ class Specializer:
             if vouched is not None:
                 sig = vouched
             else:
+                self._vouched = None   # (``signature`` may undo what ``guarded`` was told)
                 sig = self.signature(args)
                 if fast is not None and fast[0] == sig and fast[1] > 0:
                     if fast[5] is None and fast[1] & 7 == 7:   # (a long path asks too)

@@ -116,6 +116,11 @@ class _KernelState:
         self.ran_settled = False   # the last call ran as a settled kernel (``settled``)
         self.judge_mask = SETTLE_EVERY - 1   # judged: the calls with no bit of it set
         self.measured: dict[tuple, Measured] = {}   # call sizes -> their calls' times
+        whole = kernel_class.whole
+        #: a one-nest method's lane (``whole``), as a warm call reads it: its positional
+        #: arguments (``self`` aside), ``pick``, the nest's runner and ``result``
+        self.lane = None if whole is None else \
+            (whole.arity - 1, whole.pick, self.runners[0], whole.result)
 
     # -- settling (``settled``) -------------------------------------------------------------
 
@@ -270,7 +275,6 @@ class LoopKernel:
 
 
 _CLASSES: dict[Any, _KernelClass] = {}
-_NO_STATES: dict = {}
 #: A kernel judges whether to settle (``settled``) every SETTLE_EVERY calls (a power of 2),
 #: and on the call that ends a settlement; after each judgement that does not settle, half as
 #: often, down to every JUDGE_EVERY_MAX calls (a power of 2).
@@ -349,7 +353,10 @@ def _dispatching_kernel(original):
                 self._asp_current = COLD
                 return cold.run(original, self, args, kwargs)
             _COLD.pop(original, None)
-        state = self.__dict__.get("_asp_states", _NO_STATES).get(original)
+        try:
+            state = self._asp_states.get(original)
+        except AttributeError:   # (a subclass __init__ that did not call super().__init__())
+            state = None
         if state is not None:   # (``_asp_begin``, inline: a warm call's own path)
             state.call_id += 1
             self._asp_current = state
@@ -368,27 +375,27 @@ def _dispatching_kernel(original):
         if judge:
             started = time.perf_counter()
         state.ran_settled = False
-        whole = state.kernel_class.whole
+        lane = state.lane
         try:
             inputs = None
-            if whole is not None and not kwargs and len(args) + 1 == whole.arity:
+            if lane is not None and not kwargs and len(args) == lane[0]:
                 try:   # a kernel that is one nest (``whole``): its inputs from the arguments
-                    inputs = whole.pick(self, *args)
+                    inputs = lane[1](self, *args)
                 except LANE_MISSES:
                     pass   # (the rewritten method reads them, and falls back, as it does)
             if inputs is None:
                 result = state.kernel_class.rewritten(self, *args, **kwargs)
             else:
-                runner = state.runners[0]
+                runner = lane[2]
                 state.ran_in[0] = state.call_id
-                runner.last_estimate = None
+                runner.last_estimate, runner.last_inputs = None, inputs
                 outputs = runner(*inputs)
                 if outputs is RUN_ORIGINAL:   # the method's own code, timed
                     started = time.perf_counter()
                     result = original(self, *args)
                     runner.ran_original(time.perf_counter() - started)
                 else:
-                    result = None if whole.result is None else whole.result(outputs)
+                    result = None if lane[3] is None else lane[3](outputs)
         finally:
             self._asp_current = state  # a kernel called inside this one (super()) is over
         if judge and self.__dict__.get("_asp_cold_ok"):

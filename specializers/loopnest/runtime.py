@@ -92,8 +92,7 @@ class NestRunner(Specializer):
         self.analysis = analysis
         self.name = f"{kernel_func.__qualname__}: loop nest {analysis.index} (line {analysis.line})"
         self._kernel_noted = False   # (``cost.index.kernel_key`` recorded)
-        self.last_schedule = None
-        self.last_plan = None
+        self.last_inputs: tuple | None = None   # (set by whoever calls: ``enter``, the lane)
         self._gather = None
         # Executors (Python or compiled) per schedule and code-relevant details, and the call
         # signatures already checked: bounded, the least recently used forgotten (lru).
@@ -115,6 +114,19 @@ class NestRunner(Specializer):
             self._ints = tuple(i for i, name in enumerate(analysis.names.inputs)
                                if name not in analysis.names.arrays)
 
+    @property
+    def last_plan(self):
+        """The plan of the last call's binding (None before any): what its variant ran. (Read
+        from the binding, not recorded by each variant call: a warm call's 0.1 us.)"""
+        key = self._key
+        return None if key is None else self.analysis.plan(key)
+
+    @property
+    def last_schedule(self):
+        """The schedule of ``last_plan``."""
+        plan = self.last_plan
+        return None if plan is None else plan.schedule
+
     # -- the hook ----------------------------------------------------------------------------
 
     def enter(self, local_values: dict[str, Any]) -> Any:
@@ -133,6 +145,7 @@ class NestRunner(Specializer):
                 f"an input of the nest has no value when it starts ({exc!r}); running the "
                 "original code, which raises NameError where it reads it")
             return self._fallback(str(reason), (), {}, reason)
+        self.last_inputs = inputs
         return self(*inputs)
 
     def run_python(self, args: Sequence[Any], kwargs: dict) -> Any:
@@ -262,7 +275,7 @@ class NestRunner(Specializer):
                                          self.name)
                 self._executors.put(memo, run)
             self._dump_plan(plan)
-            return Variant(backend, _recording(self, run, plan))
+            return Variant(backend, run)
         return super().build(backend, signature, args)
 
     def _compiled(self, backend: str, plan, signature, threads: int | None = None) -> Variant:
@@ -303,7 +316,7 @@ class NestRunner(Specializer):
         if run.module.beyond_int64 and not self._forced and not self.strict:
             run = exact_on_error(run, written_positions(self.analysis), (BeyondInt64,),
                                  self.name, notice=self._beyond_int64)
-        return Variant(backend, _recording(self, run, plan), key, warming=warming)
+        return Variant(backend, run, key, warming=warming)
 
     def _beyond_int64(self, error: BaseException) -> None:
         """A compiled call met a Python int beyond 64 bits (``variants.BeyondInt64``): the
@@ -334,7 +347,7 @@ class NestRunner(Specializer):
             suffix = "cl" if dialect == "opencl" else "cu"
             self.dump(f"nest{analysis.index}.{backend}.{suffix}", module.source)
             self._dump_plan(plan)
-        return Variant(backend, _recording(self, run, plan), run.module.key)
+        return Variant(backend, run, run.module.key)
 
     def _fits_device(self, backend: str, plan, signature) -> None:
         """Refuse (``BackendUnavailable``: the next variant runs, the reason is said) a call
@@ -453,17 +466,6 @@ def _device_ready(backend: str) -> bool:
 
 def _run_original(*inputs):
     return RUN_ORIGINAL
-
-
-def _recording(runner: NestRunner, run, plan):
-    schedule = plan.schedule
-
-    def variant(*inputs):
-        runner.last_schedule = schedule
-        runner.last_plan = plan
-        runner.last_inputs = inputs
-        return run(*inputs)
-    return variant
 
 
 def check_arguments(analysis: NestAnalysis, signature) -> None:

@@ -58,8 +58,7 @@ def native_of(kernel):
     """The native call of the variant the kernel's (only) nest ran last."""
     runner = kernel._asp_current.runners[0]
     run = runner._fast[2].run if runner._fast else None
-    compiled = next(c.cell_contents for c in run.__closure__
-                    if hasattr(c.cell_contents, "_native"))
+    compiled = _compiled(run)
     return getattr(compiled, "_native", None)
 
 
@@ -266,8 +265,11 @@ class Several(LoopKernel):
 
 
 def _compiled(function, depth: int = 3):
-    """The compiled variant a variant's run function calls (through the wrappers around it)."""
-    for cell in function.__closure__ or ():
+    """The compiled variant a variant's run function is, or calls (through the wrappers
+    around it)."""
+    if hasattr(function, "_native"):
+        return function
+    for cell in getattr(function, "__closure__", None) or ():
         value = cell.cell_contents
         if hasattr(value, "_native"):
             return value
