@@ -4,12 +4,13 @@ Analysing a kernel and generating, compiling and loading a variant allocate hund
 thousands of objects, most of them alive until the build ends (syntax trees, IR, templates).
 Each 700 allocations start a collection of the youngest objects, and every few of those a
 full one, which walks every object in the process: the user's data, NumPy's, and the
-specializer's own modules. On a first call of jacobi at 1024 x 1024 in a new process, the
-build of serial C took 131 ms with the collector on and 124 with it off when the kernel was
-forced to C, and 150 against 125 under the cost model, whose modules and calibration add
-objects to every full collection (a first call 15 to 20 ms slower than the forced one for
-that alone). So ``paused()`` turns the collector off for the duration of a build, as
-``gc.freeze``'s documentation suggests for phases that allocate a lot of long-lived objects.
+specializer's own modules. On first calls of jacobi at 1024 x 1024 in new processes, the
+build of serial C took 132 to 139 ms with the collector on and 123 to 125 with it off when
+the kernel was forced to C, and 148 to 158 against 116 to 129 under the cost model, whose
+modules and calibration add objects to every full collection (its first calls were 15 to
+20 ms slower than the forced ones for that alone). So ``paused()`` turns the collector off
+for the duration of a build: a phase that allocates many objects that live until it ends,
+where collections find little garbage and cost much.
 
 Nothing is lost: objects freed by their reference count go at once as always, and cycles made
 meanwhile are collected by the first collection after the build. The collector is process-
