@@ -180,6 +180,7 @@ class NestRunner(Specializer):
         key = self.analysis.binder.key(args, self.config.exact_reductions)
         self.analysis.plan(key)
         self._key = key
+        self._vouched = None   # (a warm call's guard tells ``guarded`` of its key again)
         return types, key
 
     def guard(self, signature, args: Sequence[Any]):

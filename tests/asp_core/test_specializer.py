@@ -240,6 +240,50 @@ def test_a_forced_backends_guarded_calls_skip_the_signature_and_the_choice_until
     assert (spec.signatures, spec.choices) == (before + 3, chosen + 3)
 
 
+class Told(Guarded):
+    """Chooses as ``Chosen`` does (defined below); records what ``guarded`` is told, as a specializer keeping per-call state there does
+    (``NestRunner`` keeps the call's binding), and what ``signature`` last computed."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.told, self.current = [], None
+
+    def signature(self, args):
+        self.current = found = super().signature(args)
+        return found
+
+    def guarded(self, signature):
+        self.told.append(signature)
+        self.current = signature
+
+    def estimates(self, signature, args):
+        return Chosen.estimates(self, signature, args)
+
+
+def test_guarded_is_told_once_per_run_of_warm_calls_and_again_after_a_signature():
+    """A run of warm calls the guard vouches for tells ``guarded`` once; a call whose
+    signature is computed (another signature) may change the state ``guarded`` set, so the
+    next warm call of the first signature tells it again: the state always matches the call."""
+    from asp_core.specializer import FAST_CALLS, GUARD_AFTER
+
+    spec = Told(double, config=Config())
+    warm = (GUARD_AFTER + 2) * (FAST_CALLS + 1)
+    for x in range(warm):
+        spec(float(x))
+    floats = spec.current
+    assert spec._fast[5] is not None
+    told = len(spec.told)
+    for x in range(100):
+        assert spec(float(x)) == ("variant", "fast", 2.0 * x)
+        assert spec.current == floats
+    assert len(spec.told) - told <= 1          # once for the whole run
+    assert spec(3) == ("variant", "fast", 6)   # another signature, computed...
+    assert spec.current != floats
+    assert spec._fast[0] == floats             # ...while the warm path stays the floats'
+    assert spec(2.5) == ("variant", "fast", 5.0)
+    assert spec.current == floats              # told again: the state is the call's
+
+
 class Chosen(Guarded):
     """A cost model's choice: fixed estimates (the fast variant predicted 1 us), counted."""
 
