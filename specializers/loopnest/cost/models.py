@@ -84,6 +84,7 @@ class NestProfile:
     work: int                 # statement instances
     exact: bool               # every count exact (else sampled)
     lines: int                # lines of generated C (estimated)
+    simd_lines: int = 0       # lines the OpenMP variant adds: SIMD clones of math functions
 
     @property
     def size_class(self) -> int:
@@ -93,6 +94,7 @@ class NestProfile:
 
 def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> NestProfile:
     """The counts of one nest for one binding (``plan``) and call types (``types``)."""
+    from ..codegen.cexpr import INSTRUCTIONS
     from ..codegen.openmp import small_loops
 
     loops = plan.bound.loops
@@ -138,8 +140,19 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     lines = MODULE_LINES + NEST_LINES + STATEMENT_LINES * len(statements) + \
         LOOP_LINES * len(loops) + DIMENSION_LINES * dimensions + \
         TILED_BAND_LINES * _tiled_bands(analysis, plan, types, footprint)
+    functions = {f.rpartition(".")[2] for s in statements if s.vector_omp
+                 for f in s.features.math_calls} - INSTRUCTIONS   # (sqrt... vectorize as is)
+    simd_lines = SIMD_LINES + SIMD_FUNCTION_LINES * len(functions) if functions else 0
     return NestProfile(tuple(statements), iterations, regions, barriers, combines, imbalance,
-                       footprint, work, exact, lines)
+                       footprint, work, exact, lines, simd_lines)
+
+
+#: Lines the OpenMP variant adds where its vector loops call C library functions (exp, log...)
+#: through wrappers with SIMD clones (``codegen.openmp``): a base, and each function's. They
+#: compile at the per-line rate of the rest: black_scholes' OpenMP variant (exp and log: 69
+#: lines more) took 48 ms longer to compile than its serial C, vadd's 8, jacobi's 12, and the
+#: model's constant OpenMP extra (about 10 ms) had priced its first call 40 ms short.
+SIMD_LINES, SIMD_FUNCTION_LINES = 39, 15
 
 
 #: Lines a tiled band adds to the generated C: its tile loops, the unrolled-and-jammed
@@ -460,7 +473,7 @@ def build_seconds(p: NestProfile, m: MachineParams, openmp: bool = False) -> flo
     """Predicted time to generate and compile one variant of the nest (``openmp``: its
     OpenMP variant)."""
     return m.compile_base_s + m.compile_per_line_s * max(0, p.lines - MODULE_LINES) + \
-        (m.compile_openmp_s if openmp else 0.0)
+        (m.compile_openmp_s + m.compile_per_line_s * p.simd_lines if openmp else 0.0)
 
 
 #: Cost function per variant kind: (profile, machine, threads) -> (seconds, terms).
