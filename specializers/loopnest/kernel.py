@@ -105,9 +105,11 @@ class _KernelState:
         ctx = kernel_class.analysis.source.ctx
         config = instance_config(owner._asp_threads, owner._asp_exact_errors,
                                  owner._asp_exact_reductions)
+        nests = sum(not isinstance(a, pipeline.RejectedNest)
+                    for a in kernel_class.analysis.nests)
         self.runners = [NestRunner(_for_instance(a, type(owner)), ctx,
                                    backend=owner._asp_backend, strict=owner._asp_strict,
-                                   config=config)
+                                   config=config, nests=nests)
                         for a in kernel_class.analysis.nests]
         self.call_id = 0
         self.ran_in = [-1] * len(self.runners)

@@ -86,7 +86,7 @@ class NestRunner(Specializer):
 
     def __init__(self, analysis: NestAnalysis | RejectedNest, ctx: KernelContext, *,
                  backend: str | None = None, strict: bool = False,
-                 config: config_module.Config | None = None):
+                 config: config_module.Config | None = None, nests: int = 1):
         kernel_func = ctx.fa.func
         super().__init__(kernel_func, backend=backend, strict=strict, config=config)
         self.analysis = analysis
@@ -109,7 +109,7 @@ class NestRunner(Specializer):
         self._tilings = LRUCache(EXECUTOR_CACHE_SIZE)   # ``_tiled``
         if not isinstance(analysis, RejectedNest):
             self.estimator = NestEstimator(analysis, self._profile_of,
-                                           self._device_profile_of, _device_ready)
+                                           self._device_profile_of, _device_ready, nests)
             self._gather = _make_gather(analysis, ctx)
             self._ints = tuple(i for i, name in enumerate(analysis.names.inputs)
                                if name not in analysis.names.arrays)

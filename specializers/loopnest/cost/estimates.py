@@ -70,8 +70,15 @@ class NestEstimator:
 
     def __init__(self, analysis, profile_of: Callable[[Hashable], models.NestProfile | None],
                  device_profile_of: Callable[[Hashable, models.NestProfile], object] | None
-                 = None, device_ready: Callable[[str], bool] | None = None):
+                 = None, device_ready: Callable[[str], bool] | None = None, sharers: int = 1):
         self.analysis = analysis
+        #: The nests of the kernel: a process's first use of a backend (serial C's first
+        #: compile, a device's driver and context) is priced to each at its share. Charged
+        #: whole to each nest, the nests of a multi-nest kernel each declined what they would
+        #: jointly have paid for (gemver's four nests on 512 x 512 ran as Python, 220 ms, where
+        #: OpenCL for them all took 183: nest 0 alone saw 92 ms of Python against 98 ms of a
+        #: first build). A kernel whose other nests never build undercharges by that share.
+        self.sharers = max(1, sharers)
         self._profile_of = profile_of   # (types, key) -> profile, None if compiled code cannot
         self._profiles = LRUCache(PROFILES)
         # (types, key), profile -> the device kernels' profile (``cost.device``)
@@ -106,7 +113,7 @@ class NestEstimator:
 
         from asp_core.backends import c as c_backend
 
-        first = 0.0 if c_backend.initialized() else m.compile_first_s
+        first = 0.0 if c_backend.initialized() else m.compile_first_s / self.sharers
 
         def cost_to_build(label: str) -> float:
             if built(label):
@@ -151,7 +158,7 @@ class NestEstimator:
         build = 0.0
         if not built(backend):
             ready = self._device_ready is not None and self._device_ready(backend)
-            build = dev.build_s + (0.0 if ready else dev.init_s)
+            build = dev.build_s + (0.0 if ready else dev.init_s / self.sharers)
         return Estimate(backend, seconds, terms, build, size)
 
 

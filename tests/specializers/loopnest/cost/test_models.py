@@ -256,3 +256,41 @@ def test_the_openmp_variants_simd_wrappers_are_priced_as_the_lines_they_add(make
     params = models.MachineParams(compile_per_line_s=1e-3, compile_openmp_s=0.01)
     assert models.build_seconds(p, params, openmp=True) - models.build_seconds(p, params) == \
         pytest.approx(0.01 + 1e-3 * p.simd_lines)
+
+
+class TwoNests(LoopKernel):
+    def kernel(self, a, b):
+        for i in range(a.shape[0]):
+            a[i] = a[i] * 2.0
+        for i in range(b.shape[0]):
+            b[i] = b[i] + 1.0
+
+
+def test_a_processs_first_build_is_shared_among_the_nests_of_a_kernel(monkeypatch):
+    """Serial C's first compile in a process (and a device's driver and context) is priced to
+    each nest of a kernel at its share: each of two nests pays half of it, a one-nest kernel
+    all of it."""
+    from asp_core.backends import c as c_backend
+    from specializers.loopnest.cost import estimates, machine as machine_module
+
+    chosen = dataclasses.replace(machine_module.DEFAULTS, compile_first_s=0.03)
+    monkeypatch.setattr(estimates, "machine", lambda: chosen)
+
+    def builds(kernel, args, first: bool) -> list[float]:
+        kernel.kernel(*args)
+        monkeypatch.setattr(c_backend, "initialized", lambda: not first)
+        out = []
+        for runner in kernel._asp_current.runners:
+            sig = runner.signature(runner.last_inputs)
+            out.append({e.label: e.build_s
+                        for e in runner.estimator.estimates(sig, lambda _: False)}["c"])
+        return out
+
+    def first_share(cls, args) -> list[float]:
+        first = builds(cls(backend="python", strict=True), args, True)
+        later = builds(cls(backend="python", strict=True), args, False)
+        return [a - b for a, b in zip(first, later)]
+
+    assert first_share(TwoNests, (np.ones(1 << 12), np.ones(1 << 12))) == \
+        [pytest.approx(0.015)] * 2
+    assert first_share(Scale, (np.ones(1 << 12),)) == [pytest.approx(0.03)]
