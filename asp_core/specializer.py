@@ -55,14 +55,20 @@ class FallbackWarning(UserWarning):
     """A specialized function ran as plain Python (or on a slower backend) for a stated cause."""
 
 
+#: What a variant's call may cost more while the variant warms up (``Variant.warming``):
+#: cffi's path before a native call is made took 10 to 13 us where the native call takes 1.
+WARMING_S = 5e-5
+
+
 @dataclass(frozen=True)
 class Variant:
     """A runnable specialization: ``run`` takes the call's arguments. ``timed``: the time
     ``run`` takes is the call's (else the specializer reports it, ``Specializer.observed``).
     ``warming``: while it returns True, the variant's calls do not cost what they will (a
-    compiled variant's first calls, before its native call path is made): their times are
-    shown, not observed (a probe of two such calls at 10 us made the selector keep plain
-    Python at 2.7 us over serial C at 1.3)."""
+    compiled variant's first calls, before its native call path is made: up to ``WARMING_S``
+    more): those shorter than ``WARMING_S`` are shown, not observed (a probe of two such calls
+    at 10 us made the selector keep plain Python at 2.7 us over serial C at 1.3), longer ones
+    are observed (a variant slower by milliseconds is left while it warms up too)."""
 
     backend: str
     run: Callable[..., Any]
@@ -261,7 +267,8 @@ class Specializer:
         (``selection``), unless the variant is warming up; a surprise ends the fast path (the
         next call chooses again)."""
         self.last_measured_s = seconds
-        if variant is not None and variant.warming is not None and variant.warming():
+        if seconds < WARMING_S and variant is not None and variant.warming is not None and \
+                variant.warming():
             return
         if self.selector.observe(estimate, seconds):
             self._end_fast()

@@ -81,6 +81,9 @@ def test_the_choice_follows_the_machine_parameters(params):
 
 
 def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
+    from asp_core import call_guard
+
+    call_guard.unavailable()   # (the native calls loaded: no variant warms up, as in a suite)
     params(compile_base_s=0.0, compile_per_line_s=0.0,
            compile_openmp_s=0.0)
     kernel = Saxpy(strict=True)
