@@ -195,8 +195,9 @@ def loop_levels(code: types.CodeType) -> list[int]:
     iteration of each runs. A ``FOR_ITER`` spans the instructions up to its exit."""
     import dis
 
-    instructions = [ins.offset for ins in dis.get_instructions(code)]
-    spans = [(ins.offset, ins.argval) for ins in dis.get_instructions(code)
+    listed = list(dis.get_instructions(code))
+    instructions = [ins.offset for ins in listed]
+    spans = [(ins.offset, ins.argval) for ins in listed
              if ins.opname == "FOR_ITER" and isinstance(ins.argval, int)]
     levels: list[int] = []
     for start, end in spans:
