@@ -230,13 +230,24 @@ def _loop_clauses(ctx: _Context, lid: int, stmts: frozenset[int], edges: list[Ed
     reductions = sorted({(e.variable, e.reduction) for e in edges
                          if e.level == level and e.reduction is not None
                          and e.source in stmts and e.sink in stmts})
+    private, last = _private_in(ctx, (lid,), stmts)
+    return tuple(reductions), private, last
+
+
+def _private_in(ctx: _Context, lids, stmts: frozenset[int]) -> tuple[tuple, tuple]:
+    """(private, lastprivate): the scalars private to the loops ``lids`` that the statements
+    ``stmts`` use. A loop distributed into pieces privatizes in each only what that piece's
+    statements use: a piece that does not assign a lastprivate scalar would otherwise copy its
+    uninitialized private copy out over the value another piece left (a generated kernel's
+    ``t1 = A[0, 0]`` came back 0.0 from OpenMP, its loop's other piece interchanged)."""
     used = set()
     for sid in stmts:
         info = ctx.access.statements[sid]
         used |= set(info.scalar_reads) | ({info.scalar_write} - {None})
-    private = [(name, last) for name, last in ctx.private_at.get(lid, []) if name in used]
-    return (tuple(reductions), tuple(sorted(n for n, _ in private)),
-            tuple(sorted(n for n, last in private if last)))
+    private = {(name, last) for lid in lids for name, last in ctx.private_at.get(lid, [])
+               if name in used}
+    return (tuple(sorted({n for n, _ in private})),
+            tuple(sorted({n for n, last in private if last})))
 
 
 def _emit_loop(ctx: _Context, level: int, lid: int, stmts: frozenset[int], parallel: bool,
@@ -407,10 +418,9 @@ def _interchanged_band(ctx: _Context, level: int, lid: int, stmts: frozenset[int
         reductions = tuple(sorted({(e.variable, e.reduction) for e in edges
                                    if e.reduction is not None and e.source in stmts
                                    and e.sink in stmts and e.vector[ctx.depth[l] - 1] != "="}))
-        private = sorted({n for b in band for n, _ in ctx.private_at.get(b, [])})
-        last = sorted({n for b in band for n, lp in ctx.private_at.get(b, []) if lp})
+        private, last = _private_in(ctx, band, stmts)
         node = (SLoop(l, parallel, node if isinstance(node, tuple) else (node,),
-                      reductions if parallel else (), tuple(private), tuple(last)),)
+                      reductions if parallel else (), private, last),)
     return node[0]
 
 
