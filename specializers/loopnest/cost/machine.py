@@ -23,10 +23,10 @@ from typing import Any, Mapping
 
 #: Name of the calibration record (``asp_core.calibration``) and its format version.
 CALIBRATION = "loopnest-acm"
-FORMAT = 7   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS;
+FORMAT = 8   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS;
 #            5: the warm call path shortened (dispatch_ns and c_call_ns measured again);
 #            6: compile_openmp_s, compile_first_s; 7: compile_first_s with the compiler probe
-#            made before the timed process (``first_use``)
+#            made before the timed process (``first_use``); 8: l2_bandwidth
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,12 @@ class MachineParams:
     settled_call_ns: float = 1100.0        # a call of a settled kernel beyond its method
     vector_speedup: float = 4.7            # compute speed-up of a vectorized inner loop
 
-    # Memory: bytes per second from DRAM by thread count, and from the last-level cache.
+    # Memory: bytes per second from DRAM by thread count, from the last-level cache and from
+    # one core's L2 (``cost.locality`` counts the bytes each level loads).
     bandwidth: Mapping[int, float] = field(default_factory=lambda: {1: 15e9, 2: 19e9})
     cache_bytes: int = 32 * 2**20
     cache_bandwidth: float = 80e9
+    l2_bandwidth: float = 120e9   # (measured on the Xeon VM of the later sessions)
 
     # OpenMP, by thread count: entering and leaving a parallel region, one barrier, one
     # reduction's combine.

@@ -15,11 +15,13 @@ own; nothing else changes). Each returns the predicted seconds and its main term
   entering the nest;
 * ``c`` (serial C), after equations 4-5, relative to measured compiled-code times per
   operation kind, with a roofline memory term: the time is the larger of compute (divided by
-  the vector speed-up for vectorizable inner loops) and bytes moved over the bandwidth of one
-  thread (or of the cache, for a footprint that fits), plus the compiled call's fixed cost;
+  the vector speed-up for vectorizable inner loops, their loop overhead too) and the time the
+  bytes the schedule loads into each cache level take to come (``cost.locality``: reuse found
+  where a working set fits; over the calibrated bandwidths of L2, the last-level cache and
+  memory), plus the compiled call's fixed cost;
 * ``openmp`` at ``threads`` threads: the parallel statements' compute split over the threads
   (times the imbalance of static scheduling over triangular loops), the serial statements'
-  compute on one thread, memory over the bandwidth of that many threads, plus fork/join per
+  compute on one thread, memory over the bandwidths of that many threads, plus fork/join per
   parallel region entered, a barrier per worksharing loop and ``single`` block entered, and
   a combine per reduction variable of each parallel loop entered.
 
@@ -36,7 +38,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..analysis.binding import DIRECT, SHIFTED
-from ..schedule.tree import SLoop, SStmt
+from ..schedule.tree import SLoop, SStmt, STile
 from . import domain
 from .features import SUBSCRIPT, Features, statement_features
 from .machine import MachineParams
@@ -85,6 +87,21 @@ class NestProfile:
     exact: bool               # every count exact (else sampled)
     lines: int                # lines of generated C (estimated)
     simd_lines: int = 0       # lines the OpenMP variant adds: SIMD clones of math functions
+    #: bytes loaded into L1, into L2 and into the last-level cache by the serial C variant's
+    #: schedule and by the OpenMP variant's (``cost.locality``; None: each instance streams
+    #: its ``StatementProfile.bytes``)
+    traffic: tuple[float, float, float] | None = None
+    traffic_omp: tuple[float, float, float] | None = None
+    #: iterations of innermost loops whose statements all vectorize (serial C, OpenMP): their
+    #: loop overhead is shared by the lanes of a vector
+    vector_iterations: int = 0
+    vector_iterations_omp: int = 0
+
+    def loop_iterations(self, m: MachineParams, openmp: bool = False) -> float:
+        """Loop iterations as the compiled code pays for them (``c_iteration_ns`` each): those
+        of vectorized innermost loops divided by the vector speed-up."""
+        vector = self.vector_iterations_omp if openmp else self.vector_iterations
+        return self.iterations - vector * (1.0 - 1.0 / m.vector_speedup)
 
     @property
     def size_class(self) -> int:
@@ -109,6 +126,7 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
 
     small = small_loops(analysis, plan)   # OpenMP runs them on one thread
     statements = []
+    innermost: dict[int, list[StatementProfile]] = {}   # lid -> the statements it is inner to
     exact = True
     for st in analysis.access.statements:
         stmt = analysis.statements[st.sid]
@@ -127,24 +145,38 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
         statements.append(StatementProfile(st.sid, count.instances, feats, moved,
                                            vector, vector_omp or vector and parallel,
                                            parallel, st.predicate is not None))
-    iterations = 0
+        if inner is not None:
+            innermost.setdefault(inner.lid, []).append(statements[-1])
+    iterations = vector_iterations = vector_iterations_omp = 0
     for lid in loops:
         chain = source_chain(lid, loops)
-        iterations += domain.count(chain, loops).instances
+        counted = domain.count(chain, loops).instances
+        iterations += counted
+        body = innermost.get(lid)
+        if body and all(s.vector for s in body):
+            vector_iterations += counted
+        if body and all(s.vector_omp for s in body):
+            vector_iterations_omp += counted
     regions, barriers, combines, imbalance = _openmp_structure(analysis, plan, small)
     footprint = 0
     for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
         footprint += math.prod(shape) * types.arrays[name].dtype.itemsize
     work = sum(s.instances for s in statements)
     dimensions = sum(len(shape) for shape in plan.bound.key.shapes)
+    serial, bands = _compiled_schedule(analysis, plan, types, footprint, shared=False)
     lines = MODULE_LINES + NEST_LINES + STATEMENT_LINES * len(statements) + \
-        LOOP_LINES * len(loops) + DIMENSION_LINES * dimensions + \
-        TILED_BAND_LINES * _tiled_bands(analysis, plan, types, footprint)
+        LOOP_LINES * len(loops) + DIMENSION_LINES * dimensions + TILED_BAND_LINES * bands
     functions = {f.rpartition(".")[2] for s in statements if s.vector_omp
                  for f in s.features.math_calls} - INSTRUCTIONS   # (sqrt... vectorize as is)
     simd_lines = SIMD_LINES + SIMD_FUNCTION_LINES * len(functions) if functions else 0
+    shared = _compiled_schedule(analysis, plan, types, footprint, shared=True)[0] \
+        if bands else serial
+    traffic = _traffic(analysis, plan, types, serial, footprint, layouts or {})
+    traffic_omp = traffic if shared is serial else \
+        _traffic(analysis, plan, types, shared, footprint, layouts or {})
     return NestProfile(tuple(statements), iterations, regions, barriers, combines, imbalance,
-                       footprint, work, exact, lines, simd_lines)
+                       footprint, work, exact, lines, simd_lines, traffic, traffic_omp,
+                       vector_iterations, vector_iterations_omp)
 
 
 #: Lines the OpenMP variant adds where its vector loops call C library functions (exp, log...)
@@ -160,9 +192,10 @@ SIMD_LINES, SIMD_FUNCTION_LINES = 39, 15
 TILED_BAND_LINES = 80
 
 
-def _tiled_bands(analysis, plan, types, footprint: int) -> int:
-    """How many bands the serial C variant tiles for this binding (``codegen.c``), whose
-    arrays take ``footprint`` bytes (those that fit the cache are not tiled: not asked)."""
+def _compiled_schedule(analysis, plan, types, footprint: int, shared: bool):
+    """(the schedule the serial C variant runs for this binding, or the OpenMP variant's where
+    ``shared``; how many bands it tiles): ``codegen.c``'s, whose arrays take ``footprint``
+    bytes (those that fit the cache are not tiled: not asked)."""
     from asp_core import config, platform
 
     from ..codegen.c import serial_schedule
@@ -170,9 +203,61 @@ def _tiled_bands(analysis, plan, types, footprint: int) -> int:
 
     force = config.current().tile
     if force is None and footprint <= L2_SHARE * platform.data_caches().l2:
-        return 0
+        return plan.schedule, 0
     itemsize = {name: types.arrays[name].dtype.itemsize for name in analysis.names.arrays}
-    return len(serial_schedule(analysis, plan, itemsize, force=force)[1])
+    schedule, bands = serial_schedule(analysis, plan, itemsize, shared=shared, force=force)
+    return schedule, len(bands)
+
+
+def _traffic(analysis, plan, types, schedule, footprint: int,
+             layouts: Mapping[str, str]) -> tuple[float, float, float]:
+    """Bytes ``schedule`` loads into L1, L2 and the last-level cache (``cost.locality``)."""
+    from asp_core import platform
+
+    from . import locality
+
+    bound = plan.bound
+    loops = bound.loops
+    canonical = bound.canonical
+    itemsize, shapes, contiguous = {}, {}, {}
+    for name, shape in zip(analysis.names.arrays, bound.key.shapes):
+        key = canonical.get(name, name)
+        itemsize[key] = types.arrays[name].dtype.itemsize
+        shapes[key] = tuple(shape)
+        contiguous[key] = layouts.get(name, "C") == "C"
+    found = locality.groups(schedule.root, bound.accesses, itemsize, shapes, contiguous)
+    caches = platform.data_caches()
+    l1 = caches.l1 or 32 * 1024
+    l2 = caches.l2 or 1 << 20
+    llc = caches.l3 or l2
+
+    def entered(chain) -> float:
+        """How often the innermost loop of ``chain`` is entered: its enclosing loops'
+        iterations (tile loops and the loops inside them counted by blocks)."""
+        ancestors = chain[:-1]
+        tiles = {n.lid: n.size for n in ancestors if isinstance(n, STile)}
+        factor = 1.0
+        plain = []
+        for n in ancestors:
+            full = max(loops[n.lid].t_max + 1, 0)
+            if isinstance(n, STile):
+                factor *= -(-full // n.size)
+            elif n.lid in tiles:
+                factor *= min(tiles[n.lid], full)
+            else:
+                plain.append(n)
+        if plain:
+            factor *= entries_of(tuple(plain), loops)
+        return factor
+
+    mean = {}
+    for lid, loop in loops.items():   # a triangle's rows: their mean length
+        if loop.start.coeffs or loop.extent.coeffs:
+            chain = source_chain(lid, loops)
+            outer = domain.count(chain[:-1], loops).instances
+            mean[lid] = domain.count(chain, loops).instances / outer if outer else 0.0
+    return tuple(locality.traffic(found, loops, entered, capacity, footprint, mean)
+                 for capacity in (l1, l2, llc))
 
 
 def source_chain(lid: int, loops) -> tuple[int, ...]:
@@ -248,11 +333,7 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
         return [sid for child in node.body for sid in statements_under(child)]
 
     def entries(ancestors: tuple[SLoop, ...]) -> int:
-        if not ancestors:
-            return 1
-        lids = {a.lid for a in ancestors}
-        chain = tuple(l for l in _longest_chain(ancestors, loops) if l in lids)
-        return domain.count(chain, loops).instances
+        return entries_of(ancestors, loops)
 
     def shared(node) -> bool:
         return isinstance(node, SLoop) and node.parallel and node.lid not in small
@@ -286,6 +367,16 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
             for child in node.body:
                 region_level(child, (node,))
     return regions, barriers, combines, imbalance
+
+
+def entries_of(ancestors: tuple[SLoop, ...], loops) -> int:
+    """How often the body of the innermost of ``ancestors`` (schedule loops, outermost first)
+    runs: their iterations, counted exactly over triangular and stepped domains."""
+    if not ancestors:
+        return 1
+    lids = {a.lid for a in ancestors}
+    chain = tuple(l for l in _longest_chain(ancestors, loops) if l in lids)
+    return domain.count(chain, loops).instances
 
 
 def _longest_chain(ancestors: tuple[SLoop, ...], loops) -> tuple[int, ...]:
@@ -410,21 +501,26 @@ def _compute_ns(s: StatementProfile, m: MachineParams, vector: bool) -> float:
     return s.instances * (per / m.vector_speedup if vector else per)
 
 
-def _memory_s(p: NestProfile, m: MachineParams, threads: float) -> float:
-    """Bytes moved over the bandwidth of ``threads`` (a fraction where a busy machine
-    leaves a team less than its cores: interpolated between the measured counts)."""
-    moved = sum(s.instances * s.bytes for s in p.statements)
+def _memory_s(p: NestProfile, m: MachineParams, threads: float, openmp: bool = False) -> float:
+    """The time the bytes the variant loads take to come (``openmp``: the OpenMP variant's
+    schedule): the slowest level of a roofline over L2 into L1, the last-level cache into L2
+    and memory into the last-level cache (``NestProfile.traffic``), on ``threads`` threads (a
+    fraction where a busy machine leaves a team less than its cores: interpolated between the
+    measured counts)."""
     if threads < 1.0:   # a share of one core's time: its bandwidth that share of the time
-        return _memory_s(p, m, 1.0) / threads
-    if p.footprint <= m.cache_bytes:
-        rate = m.cache_bandwidth * min(max(threads, 1.0), 2.0)
-    else:
-        low = max(1, int(threads))
-        rate = m.per_thread(m.bandwidth, low)
-        if threads > low:
-            high = m.per_thread(m.bandwidth, low + 1)
-            rate += (high - rate) * (threads - low)
-    return moved / rate
+        return _memory_s(p, m, 1.0, openmp) / threads
+    traffic = p.traffic_omp if openmp else p.traffic
+    low = max(1, int(threads))
+    rate = m.per_thread(m.bandwidth, low)
+    if threads > low:
+        high = m.per_thread(m.bandwidth, low + 1)
+        rate += (high - rate) * (threads - low)
+    cached = m.cache_bandwidth * min(max(threads, 1.0), 2.0)
+    if traffic is None:   # every instance streams its bytes
+        moved = sum(s.instances * s.bytes for s in p.statements)
+        return moved / (cached if p.footprint <= m.cache_bytes else rate)
+    into_l1, into_l2, into_llc = traffic
+    return max(into_l1 / (m.l2_bandwidth * threads), into_l2 / cached, into_llc / rate)
 
 
 def c_cost(p: NestProfile, m: MachineParams, threads: int = 1, cores: int = 0,
@@ -432,7 +528,7 @@ def c_cost(p: NestProfile, m: MachineParams, threads: int = 1, cores: int = 0,
     """Serial C, on the share of a core the process gets (``running``)."""
     share = running(1, cores, busy)
     compute = sum(_compute_ns(s, m, s.vector) for s in p.statements) * 1e-9 / share
-    compute += p.iterations * m.c_iteration_ns * 1e-9 / share
+    compute += p.loop_iterations(m) * m.c_iteration_ns * 1e-9 / share
     memory = _memory_s(p, m, share)
     terms = {"compute": compute, "memory": memory, "call": m.c_call_ns * 1e-9}
     return max(compute, memory) + terms["call"], terms
@@ -450,8 +546,9 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
     parallel = sum(_compute_ns(s, m, s.vector_omp) for s in p.statements if s.parallel) * 1e-9
     serial = sum(_compute_ns(s, m, s.vector) for s in p.statements if not s.parallel) * 1e-9
     share = parallel * p.imbalance / effective
-    compute = share + serial + p.iterations * m.c_iteration_ns * 1e-9 / effective
-    memory = _memory_s(p, m, effective)   # (the bandwidth of the cores the team gets)
+    compute = share + serial + p.loop_iterations(m, openmp=True) * m.c_iteration_ns * 1e-9 / \
+        effective
+    memory = _memory_s(p, m, effective, openmp=True)   # (the bandwidth of the team's cores)
     regions = p.regions * m.per_thread(m.omp_fork_ns, threads) * 1e-9 * waiting
     barriers = p.barriers * m.per_thread(m.omp_barrier_ns, threads) * 1e-9 * waiting
     reductions = p.combines * m.per_thread(m.omp_combine_ns, threads) * 1e-9 * waiting

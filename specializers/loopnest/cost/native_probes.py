@@ -163,7 +163,9 @@ def thread_counts(cores: int, quick: bool) -> list[int]:
 
 def measure_memory(module: CModule, openmp: bool, cores: int, cache_bytes: int,
                    quick: bool) -> dict[str, Any]:
-    """``bandwidth`` (bytes/s by threads) and ``cache_bandwidth`` of ``MachineParams``."""
+    """``bandwidth`` (bytes/s by threads), ``cache_bandwidth`` (the last-level cache) and
+    ``l2_bandwidth`` of ``MachineParams``: a triad over three arrays of 2-4 times the cache, a
+    quarter of it (four L2s at most), and a quarter of one core's L2."""
     ffi, lib = module.ffi, module.lib
     repeats = 3 if quick else 8
     # three arrays, 2-4 times the cache in all (and at most 1 GiB)
@@ -178,7 +180,9 @@ def measure_memory(module: CModule, openmp: bool, cores: int, cache_bytes: int,
     best = best_per_unit({str(k): v for k, v in cases.items()}, repeats)
     bandwidth = {threads: 24 * big / best[str(threads)] for threads in counts}
     del arrays, pointers
-    small = max(4096, cache_bytes // 4 // 24)
+    # three arrays in a quarter of the last-level cache, and at most four L2s: a machine
+    # (or a VM) may report more cache than one core can hold on to
+    small = max(4096, min(cache_bytes // 4, 4 * l2_bytes()) // 24)
     arrays = [np.empty(small) for _ in range(3)]
     pointers = [array_pointer(ffi, v) for v in arrays]
     for pointer in pointers:
@@ -186,7 +190,25 @@ def measure_memory(module: CModule, openmp: bool, cores: int, cache_bytes: int,
     run = functools.partial(_triad, lib, pointers, small, 1)
     count = count_for(run, 0.005 if quick else 0.02)
     cached = best_per_unit({"cache": (run, count)}, repeats)["cache"]
-    return {"bandwidth": bandwidth, "cache_bandwidth": 24 * small / cached}
+    del arrays, pointers
+    # three arrays in a quarter of the L2: what a loop streams from it into L1
+    l2 = max(1024, l2_bytes() // 4 // 24)
+    arrays = [np.empty(l2) for _ in range(3)]
+    pointers = [array_pointer(ffi, v) for v in arrays]
+    for pointer in pointers:
+        lib.asp_cal_fill(pointer, l2, 1.5, 1)
+    run = functools.partial(_triad, lib, pointers, l2, 1)
+    count = count_for(run, 0.005 if quick else 0.02)
+    in_l2 = best_per_unit({"l2": (run, count)}, repeats)["l2"]
+    return {"bandwidth": bandwidth, "cache_bandwidth": 24 * small / cached,
+            "l2_bandwidth": 24 * l2 / in_l2}
+
+
+def l2_bytes() -> int:
+    """The L2 cache of one core (``asp_core.platform.data_caches``; 1 MiB where unknown)."""
+    from asp_core import platform
+
+    return platform.data_caches().l2 or 1 << 20
 
 
 def _triad(lib: Any, pointers: list, n: int, threads: int, reps: int) -> None:

@@ -41,6 +41,7 @@ def summary(params: MachineParams) -> str:
         ratio = f"{py / c:8.0f}x" if c > 0 else "        -"
         rows.append(f"  {kind:<18} {_ns(py):>12} {_ns(c):>12} {ratio}")
     rows.append("memory")
+    rows.append(f"  L2, into L1                {p.l2_bandwidth / 1e9:.1f} GB/s")
     rows.append(f"  last-level cache           {p.cache_bytes / 2**20:.1f} MiB, "
                 f"{p.cache_bandwidth / 1e9:.1f} GB/s")
     for threads in sorted(p.bandwidth):
