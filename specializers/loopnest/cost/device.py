@@ -81,7 +81,21 @@ class DeviceParams:
     init_s: float          # the first use in a process: driver and context
     simple_ns: float = 0.0  # the calibration's simplest statement, serial C, per instance
     host_memory: bool = False   # a CPU device: its memory is the host's (see device_cost)
+    #: copies of arrays of ``FRESH_BYTES`` and more, into memory the allocator maps anew for
+    #: each (0: not measured, as ``upload_bw`` / ``download_bw``)
+    upload_fresh_bw: float = 0.0
+    download_fresh_bw: float = 0.0
     source: str = ""
+
+    def transfer_s(self, p: "DeviceProfile") -> float:
+        """The bytes ``p`` copies each way over their bandwidths, arrays of ``FRESH_BYTES``
+        and more at their own."""
+        up_fresh = self.upload_fresh_bw or self.upload_bw
+        down_fresh = self.download_fresh_bw or self.download_bw
+        return (p.uploaded - p.fresh_uploaded) / self.upload_bw + \
+            p.fresh_uploaded / up_fresh + \
+            (p.downloaded - p.fresh_downloaded) / self.download_bw + \
+            p.fresh_downloaded / down_fresh
 
     @property
     def lambda_x(self) -> float:
@@ -147,6 +161,18 @@ class DeviceProfile:
     downloaded: float      # bytes copied back
     copies: int            # arrays copied, either way
     footprint: float       # bytes of the arrays the nest touches
+    fresh_uploaded: float = 0.0     # ... of which in arrays of FRESH_BYTES and more
+    fresh_downloaded: float = 0.0
+
+
+#: Arrays this large are copied into memory that is mapped anew for each copy, its pages
+#: faulted in as they are written: glibc's malloc serves an allocation from its heap, reused,
+#: below its dynamic mmap threshold, which grows with the blocks freed up to 32 MiB
+#: (``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit, mallopt(3)), and maps every larger one (PoCL's
+#: buffers and NumPy's arrays both come from it). Uploads to PoCL here: 7 GB/s for arrays of
+#: 16 to 31 MiB, 2.3 for 32 and 64 MiB; gemver's four nests on 4096 x 4096, each uploading
+#: its 128 MiB matrix, were priced 120 ms short and ran on OpenCL, 1.3 times OpenMP's time.
+FRESH_BYTES = 32 << 20
 
 
 def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
@@ -204,12 +230,14 @@ def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
     # every array goes to the device (``profile.footprint``), those written come back
     written = {acc.array for st in analysis.access.statements for acc in st.accesses
                if acc.write}
-    downloaded = sum(math.prod(shape) * types.arrays[name].dtype.itemsize
-                     for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes)
-                     if name in written)
+    sizes = {name: math.prod(shape) * types.arrays[name].dtype.itemsize
+             for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes)}
+    downloaded = sum(size for name, size in sizes.items() if name in written)
+    fresh = {name: size for name, size in sizes.items() if size >= FRESH_BYTES}
     copies = len(analysis.names.arrays) + len(written)
     return DeviceProfile(tuple(kernels), float(profile.footprint), float(downloaded), copies,
-                         float(profile.footprint))
+                         float(profile.footprint), float(sum(fresh.values())),
+                         float(sum(size for name, size in fresh.items() if name in written)))
 
 
 def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = None,
@@ -254,8 +282,7 @@ def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = N
             memory += k.launches * run
         if k.launches > 1:   # a host loop: per iteration the larger of a launch and a run
             overlap -= k.launches * min(dev.launch_ns * waiting, run)
-    transfers = p.uploaded / dev.upload_bw + p.downloaded / dev.download_bw + \
-        p.copies * dev.transfer_ns * 1e-9
+    transfers = dev.transfer_s(p) + p.copies * dev.transfer_ns * 1e-9
     terms = {"transfers": transfers, "launches": launches * 1e-9, "compute": compute * 1e-9,
              "memory": memory * 1e-9, "host-device overlap": overlap * 1e-9,
              "call": dev.call_ns * 1e-9}

@@ -14,7 +14,8 @@ once per machine (its section 3.4):
   a quarter of the device's cache); ``call_ns``: a call with no launch (in runs of calls in a
   row), less the dispatcher's own cost and its array copies;
 * copies as a call makes them (``_transfers``): ``transfer_ns``, copies of 8 bytes, nine
-  against one, read back together; ``upload_bw``, arrays of 2**20 elements uploaded;
+  against one, read back together; ``upload_bw``, arrays of 2**20 elements uploaded (and
+  ``upload_fresh_bw``, of 2**22: ``device.FRESH_BYTES``);
   ``download_bw``, three of them read back together against one, each copied into a host
   array as a call copies it into the caller's;
 * ``build_s``: building ``DeviceWide``'s program once more, under a new name; ``init_s``: the
@@ -37,18 +38,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import first_use
-from .device import DeviceParams
+from .device import FRESH_BYTES, DeviceParams
 from .machine import MachineParams
 from .probe_kernels import DeviceChain, DeviceSweeps, DeviceWide
 from .timing import best_per_unit
 
 #: Elements of the arrays the device's bandwidth is measured on (64 MiB: beyond the caches of
-#: most machines), and of those its copies are (8 MiB. The time per byte of a copy grows with
-#: the array on PoCL here: 9.6 GB/s for arrays of 8 MiB, 3.9 for 16, 2.2 for 32, as the
-#: caches stop holding them and the allocator maps new memory for each; one bandwidth, of
-#: typical arrays, is the model's simplification.)
+#: most machines), and of those its copies are: 8 MiB, and 32 MiB (``device.FRESH_BYTES``:
+#: arrays the allocator maps anew for each copy; on PoCL here 4 to 7 GB/s against 2.3).
 LARGE = 1 << 23
 COPIED = 1 << 20
+FRESH = FRESH_BYTES // 8
 #: Calls before the timed ones (the allocators of the host and the driver settle).
 WARMUP = 3
 #: Calls in a row of each timing of a call with no launch (``call_ns``). Its first call after
@@ -92,6 +92,7 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
         cache_bytes=float(facts.cache_bytes), cache_bandwidth=sweeps["cache_bandwidth"],
         launch_ns=sweeps["launch_ns"], call_ns=call_ns, upload_bw=copies["upload_bw"],
         download_bw=copies["download_bw"], transfer_ns=transfer_ns,
+        upload_fresh_bw=copies["upload_fresh_bw"], download_fresh_bw=copies["download_fresh_bw"],
         build_s=_build_seconds(backend), init_s=init_s, simple_ns=simple_ns,
         host_memory=facts.cpu, source=f"{'quick' if quick else 'full'} calibration of "
                                        f"{facts.name}")
@@ -176,9 +177,7 @@ def _transfers(backend: str, repeats: int) -> dict[str, float]:
     bandwidth read 1.9 to 4 GB/s in calibrations, where a call of vadd on arrays of 16 MiB
     moved its bytes at 5 to 7)."""
     upload, download_many = _copies(backend)
-    one, bigs = np.ones(1), [np.ones(COPIED) for _ in range(3)]
-    host = np.empty_like(bigs[0])
-    buffers = [upload(big) for big in bigs]
+    one = np.ones(1)
 
     def copies(count: int):
         def run(n: int) -> None:
@@ -187,26 +186,37 @@ def _transfers(backend: str, repeats: int) -> dict[str, float]:
                 download_many([(b, one) for b in made])
         return run
 
-    def uploads(n: int) -> None:   # three arrays, their buffers kept until the last is made
-        for _ in range(n):
-            [upload(big) for big in bigs]   # noqa: B018 (the list holds them)
+    def uploads(bigs: list):   # three arrays, their buffers kept until the last is made
+        def run(n: int) -> None:
+            for _ in range(n):
+                [upload(big) for big in bigs]   # noqa: B018 (the list holds them)
+        return run
 
-    def downloads(count: int):
+    def downloads(buffers: list, host: np.ndarray, count: int):
         def run(n: int) -> None:
             for _ in range(n):
                 for read in download_many([(b, host) for b in buffers[:count]]):
                     np.copyto(host, read)
         return run
 
-    t = best_per_unit({"one": (copies(1), 20), "nine": (copies(9), 20), "up": (uploads, 1),
-                       "down1": (downloads(1), 3), "down3": (downloads(3), 3)}, repeats)
-    t["up"] /= len(bigs)
+    cases = {"one": (copies(1), 20), "nine": (copies(9), 20)}
+    for name, elements in (("", COPIED), ("fresh", FRESH)):
+        bigs = [np.ones(elements) for _ in range(3)]
+        buffers = [upload(big) for big in bigs]
+        host = np.empty_like(bigs[0])
+        cases.update({f"up{name}": (uploads(bigs), 1),
+                      f"down1{name}": (downloads(buffers, host, 1), 3),
+                      f"down3{name}": (downloads(buffers, host, 3), 3)})
+    t = best_per_unit(cases, repeats)
     transfer_ns = max(t["nine"] - t["one"], 0.0) / 16 * 1e9
-    size = 8 * COPIED
-    return {"transfer_ns": transfer_ns,
-            "upload_bw": size / max(t["up"] - transfer_ns * 1e-9, 1e-9),
-            "download_bw": size / max((t["down3"] - t["down1"]) / 2 - transfer_ns * 1e-9,
-                                      1e-9)}
+    out = {"transfer_ns": transfer_ns}
+    for name, elements in (("", COPIED), ("fresh", FRESH)):
+        size = 8 * elements
+        suffix = f"_{name}" if name else ""
+        out[f"upload{suffix}_bw"] = size / max(t[f"up{name}"] / 3 - transfer_ns * 1e-9, 1e-9)
+        out[f"download{suffix}_bw"] = size / max(
+            (t[f"down3{name}"] - t[f"down1{name}"]) / 2 - transfer_ns * 1e-9, 1e-9)
+    return out
 
 
 def _model_ns(kernel, m: MachineParams) -> float:
