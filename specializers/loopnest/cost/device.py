@@ -11,8 +11,9 @@ variants (``cost.domain``); ``device_cost`` prices them with the device's ``Devi
 * a launch runs ``threads`` work items in ``max(1, threads / lanes)`` waves of the device's
   ``lanes`` work items at once (equation 6: blocks over the SMs, ``v * w`` threads at a time
   on each), each work item at ``lane_scale`` times the serial C model's time for the same
-  statements (``models.c_cost`` without vectorization: equations 12-13, with the ratio
-  measured on the device against that model instead of derived from clocks and caches).
+  statements (``models.c_cost`` without vectorization: equations 12-13, with the ratio of a
+  lane's speed to a core's measured on the device and in serial C instead of derived from
+  clocks and caches).
   Statements under a predicate (if-converted branches) run at ``units`` work items at once
   instead: a CPU device vectorizes work items only where they do not diverge (a GPU's
   ``units`` equal its ``lanes``). Against that, a roofline: the bytes a launch moves over the
@@ -67,8 +68,8 @@ class DeviceParams:
     device: str            # the device's name, as its driver gives it
     lanes: float           # work items running at once at full occupancy (u * v * w)
     units: float           # ... where they diverge (a CPU device's cores; a GPU's lanes)
-    lane_scale: float      # one work item's time over the serial C model's for the same
-                           # statements, not vectorized
+    lane_scale: float      # one work item's time over serial C's for the same statements
+                           # (applied to the serial C model's, not vectorized)
     bandwidth: float       # device memory, bytes per second, all lanes
     cache_bytes: float     # the device's last-level cache
     cache_bandwidth: float  # bytes per second from it

@@ -34,13 +34,14 @@ from .device import FRESH_BYTES, DeviceParams
 log = logging.getLogger("asp.loopnest.calibrate")
 
 RECORD = "loopnest-device"
-FORMAT = 9   # 2: host_memory; 3: init_s measured in a new process where this one used the device;
+FORMAT = 10  # 2: host_memory; 3: init_s measured in a new process where this one used the device;
 #            4: init_s, the first build in a new process beyond a later one (``first_use``);
 #            5: ... with the compiler probe made before the timed process;
 #            6: call_ns from calls in a row, transfer_ns from copies read back together;
 #            7: upload and download bandwidths apart, from copies as a call makes them;
 #            8: init_s without the compiled launch library's build (a 7 measured it in);
-#            9: upload_fresh_bw and download_fresh_bw
+#            9: upload_fresh_bw and download_fresh_bw; 10: lane_scale against serial C
+#            measured (it was against the model's cost of a latency-bound chain)
 #: The device backends the cost model may offer, and the package each needs.
 PACKAGES = {"opencl": "pyopencl", "cuda": "pycuda"}
 
@@ -167,7 +168,7 @@ def status(backend: str) -> str:
                 if not _STARTED & {backend} else "not offered yet: calibrating")
     p = record.params
     return (f"{p.device}: calibrated on {record.date}; {p.lanes:.0f} lanes, a lane "
-            f"{p.lane_scale:.1f}x the serial C model, launch {p.launch_ns / 1e3:.1f} us, "
+            f"{p.lane_scale:.1f}x serial C, launch {p.launch_ns / 1e3:.1f} us, "
             f"lambda_X {p.lambda_x:.0f}, {p.bandwidth / 1e9:.1f} GB/s, copies "
             f"{p.upload_bw / 1e9:.1f}/{p.download_bw / 1e9:.1f} GB/s (arrays of "
             f"{FRESH_BYTES >> 20} MiB and more: {(p.upload_fresh_bw or p.upload_bw) / 1e9:.1f}/"
