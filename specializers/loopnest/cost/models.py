@@ -37,6 +37,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from .. import dast as d
 from ..analysis.binding import DIRECT, SHIFTED
 from ..schedule.tree import SLoop, SStmt, STile
 from . import domain
@@ -164,8 +165,10 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     work = sum(s.instances for s in statements)
     dimensions = sum(len(shape) for shape in plan.bound.key.shapes)
     serial, bands = _compiled_schedule(analysis, plan, types, footprint, shared=False)
+    jammed = _jammed_blocks(analysis, serial) if bands else 0
     lines = MODULE_LINES + NEST_LINES + STATEMENT_LINES * len(statements) + \
-        LOOP_LINES * len(loops) + DIMENSION_LINES * dimensions + TILED_BAND_LINES * bands
+        LOOP_LINES * len(loops) + DIMENSION_LINES * dimensions + TILED_BAND_LINES * bands + \
+        JAMMED_BLOCK_LINES * jammed
     functions = {f.rpartition(".")[2] for s in statements if s.vector_omp
                  for f in s.features.math_calls} - INSTRUCTIONS   # (sqrt... vectorize as is)
     simd_lines = SIMD_LINES + SIMD_FUNCTION_LINES * len(functions) if functions else 0
@@ -187,9 +190,51 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
 SIMD_LINES, SIMD_FUNCTION_LINES = 39, 15
 
 
-#: Lines a tiled band adds to the generated C: its tile loops, the unrolled-and-jammed
-#: register block and the remainders (gemm's band: 77 lines, which compile in 50 ms more).
-TILED_BAND_LINES = 80
+#: Lines a tiled band adds to the generated C (its tile loops: hilbert's band adds 6 lines,
+#: 6 ms of gcc here), and what a band whose block is unrolled and jammed (``codegen.c``'s
+#: ``CEmitter._jams``: a register block and its remainders) adds beyond, in lines of the
+#: per-line compile rate: gemm's jammed band is 71 lines more, but its unrolled FMA chains
+#: took gcc 88 ms more to compile, the time of about 140 plain lines. (One figure of 80 lines
+#: for any band priced hilbert's compile 45 ms long, and gemm's 75 ms short.)
+TILED_BAND_LINES = 6
+JAMMED_BLOCK_LINES = 140
+
+
+def _jammed_blocks(analysis, schedule) -> int:
+    """How many of ``schedule``'s tiled bands the C emitter unrolls and jams: those whose last
+    loop holds only statements (``codegen.c.JAM_STATEMENTS`` at most), one of which writes an
+    element that the loop around it, of the band too, does not move (gemm's ``C[i, j]`` under
+    ``k``), as ``CEmitter._jams`` and ``_pair`` ask."""
+    from ..codegen.c import JAM_STATEMENTS
+
+    variables = {loop.lid: loop.var for loop in d.loops(analysis.nest.loop)}
+    access = analysis.access
+    found = 0
+
+    def visit(node, tiled: frozenset[int], outer: SLoop | None) -> None:
+        nonlocal found
+        if isinstance(node, STile):
+            for child in node.body:
+                visit(child, tiled | {node.lid}, None)
+            return
+        if not isinstance(node, SLoop):
+            return
+        if outer is not None and node.lid in tiled and outer.lid in tiled and \
+                len(outer.body) == 1 and node.body and \
+                all(isinstance(c, SStmt) for c in node.body) and \
+                len(node.body) <= JAM_STATEMENTS:
+            var = variables[outer.lid]
+            if any(acc.write and acc.affine and
+                   all(var not in sub.variables for sub in acc.subscripts)
+                   for child in node.body for acc in access.statement(child.sid).accesses):
+                found += 1
+                return
+        for child in node.body:
+            visit(child, tiled, node)
+
+    for node in schedule.root:
+        visit(node, frozenset(), None)
+    return found
 
 
 def _compiled_schedule(analysis, plan, types, footprint: int, shared: bool):

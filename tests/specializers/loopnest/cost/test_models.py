@@ -137,7 +137,65 @@ def test_a_tiled_band_adds_lines_to_compile(monkeypatch):
     monkeypatch.setattr(platform, "data_caches", lambda: dataclasses.replace(caches, l2=4096))
     tiny_l2 = profile_of(Product(backend="python", strict=True),
                          *[np.ones((32, 32)) for _ in range(3)])
-    assert tiny_l2.lines - small.lines == models.TILED_BAND_LINES
+    assert tiny_l2.lines - small.lines == models.TILED_BAND_LINES + models.JAMMED_BLOCK_LINES
+
+
+class Fill(LoopKernel):
+    """A band whose one statement writes an element each loop moves: tiled, not jammed."""
+
+    def kernel(self, H):
+        for i in range(H.shape[0]):
+            for j in range(H.shape[1]):
+                H[i, j] = 1.0 / (i + j + 1)
+
+
+class ProductKIJ(LoopKernel):
+    """``k`` outermost as written: the schedule interchanges it inside (i, k, j), then jammed."""
+
+    def kernel(self, A, B, C):
+        for k in range(B.shape[0]):
+            for i in range(A.shape[0]):
+                for j in range(B.shape[1]):
+                    C[i, j] += A[i, k] * B[k, j]
+
+
+class Outer(LoopKernel):
+    """A three-deep band whose one write moves with every loop: tiled, not jammed."""
+
+    def kernel(self, A, B, D):
+        for i in range(D.shape[0]):
+            for j in range(D.shape[1]):
+                for k in range(D.shape[2]):
+                    D[i, j, k] = A[i, j] * B[j, k]
+
+
+@pytest.mark.parametrize("make, jammed", [
+    (lambda: (Product, [np.ones((32, 32)) for _ in range(3)]), True),
+    (lambda: (Fill, [np.ones((64, 64))]), False),
+    (lambda: (ProductKIJ, [np.ones((32, 32)) for _ in range(3)]), True),
+    (lambda: (Outer, [np.ones((16, 16)), np.ones((16, 16)), np.ones((16, 16, 16))]), False),
+], ids=["product", "fill", "product-kij", "outer"])
+def test_the_model_knows_which_tiled_bands_the_emitter_jams(make, jammed, monkeypatch):
+    """A jammed block is priced as ``JAMMED_BLOCK_LINES`` more to compile (its unrolled chains
+    cost gcc far more than their lines), so the model's test for it must agree with what the
+    C emitter does (``CModule.jams``), on bands tiled in a 4 KiB L2."""
+    from asp_core import platform
+    from specializers.loopnest.typeinfer import infer_types
+    from specializers.loopnest.variants import generate
+
+    caches = platform.data_caches()
+    monkeypatch.setattr(platform, "data_caches", lambda: dataclasses.replace(caches, l2=4096))
+    cls, arrays = make()
+    kernel = cls(backend="python", strict=True)
+    p = profile_of(kernel, *arrays)
+    runner = kernel._asp_current.runners[0]
+    types, _ = runner.signature(runner.last_inputs)
+    module = generate("c", runner.analysis, runner.last_plan,
+                      infer_types(runner.analysis, types), types, "jams")
+    assert module.tiles   # (tiled in the 4 KiB L2)
+    assert bool(module.jams) == jammed
+    plain = models.MODULE_LINES + models.NEST_LINES
+    assert (p.lines - plain >= models.JAMMED_BLOCK_LINES) == jammed
 
 
 def test_build_times_count_openmp_and_a_processs_first_build(monkeypatch):
