@@ -42,7 +42,9 @@ def openmp_source(Kernel, *args, **options) -> str:
     got = kernel.kernel(*args)
     (module,) = compiled_modules(kernel)
     assert module.openmp and " * variant: openmp" in module.source
-    return module.source[module.source.index("asp_nest_"):], got
+    # (from the functions of their own that the nest's function calls: ``_outline``)
+    start = module.source.find("static void asp_block_")
+    return module.source[start if start >= 0 else module.source.index("asp_nest_"):], got
 
 
 PERFECT = kernel_class("""
@@ -601,3 +603,56 @@ def test_a_triangles_float_reduction_deals_its_chunks_out_one_at_a_time():
     _, one = openmp_source(TRIANGLE_SUM, A, n, num_threads=1)
     assert two == one
     assert two == pytest.approx(TRIANGLE_SUM(backend="python").original_kernel(A, n), rel=1e-12)
+
+
+FILTER = kernel_class("""
+for i in range(n):
+    for j in range(n):
+        for p in range(3):
+            for q in range(3):
+                out[i, j] += img[i + p, j + q] * w[p, q]
+""", "img, w, out, n")
+
+
+def test_a_parallel_loops_iteration_runs_in_a_function_of_its_own():
+    """GCC reads an OpenMP body's pointers through the caller's frame, without ``restrict``:
+    a row of a filter reloaded the filter and checked the arrays' overlap (conv2d on two
+    threads ran slower than serial C). One iteration of a top-level parallel loop with no
+    clauses runs in a function of its own, its pointers ``restrict`` parameters; the result
+    is the original code's."""
+    img, w = np.arange(100.0).reshape(10, 10), np.arange(9.0).reshape(3, 3) / 7
+    out = np.zeros((8, 8))
+    body, _ = openmp_source(FILTER, img, w, out, 8)
+    head = body[:body.index("{")]
+    assert head.startswith("static void asp_block_0(") and "double * restrict w" in head
+    assert "const int64_t i)" in head
+    nest = body[body.index("asp_nest_"):]
+    call = nest.index("asp_block_0(img, ")
+    assert "#pragma omp parallel for num_threads(asp_nthreads)" in nest[:call]
+    expected = np.zeros((8, 8))
+    FILTER(backend="python").kernel(img, w, expected, 8)
+    assert np.array_equal(out, expected)
+
+
+def test_an_iteration_with_clauses_stays_inline():
+    """A reduction, or a scalar whose last value the code after the loop reads (lastprivate):
+    the iteration shares what only the nest's function has, and stays in it; a scalar the
+    method computed before the nest is a parameter, and goes with the iteration."""
+    body, _ = openmp_source(TRIANGLE_SUM, np.ones((8, 8)), 8)
+    assert "asp_block_" not in body
+    Last = kernel_class("""
+for i in range(n):
+    t = A[i] * 2.0
+    B[i] = t
+return t
+""", "A, B, n")
+    body, got = openmp_source(Last, np.arange(8.0), np.zeros(8), 8)
+    assert "asp_block_" not in body and "lastprivate" in body and got == 14.0
+    Scaled = kernel_class("""
+s = A[0] + 2.0
+for i in range(n):
+    B[i] = A[i] * s
+""", "A, B, n")
+    B = np.zeros(8)
+    body, _ = openmp_source(Scaled, np.arange(8.0), B, 8)
+    assert ", double s, const int64_t i)" in body and np.array_equal(B, np.arange(8.0) * 2)
