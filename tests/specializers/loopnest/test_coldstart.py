@@ -217,3 +217,14 @@ def test_a_kernel_that_compiles_notes_it_for_later_processes(tmp_path, monkeypat
     assert not index.compiled_before(index.kernel_key(method))
     Doubled(backend="c", strict=True).kernel(np.ones(8))
     assert index.compiled_before(index.kernel_key(method))
+
+
+def test_loops_walk_the_largest_arrays_own_extents():
+    """Outer loops run along the largest array's dimensions in order (a 10 x 1000 array: 10
+    rows, then 10,000 elements), not its size's square root for each."""
+    A = np.zeros((10, 1000))
+    assert work_hint(None, (A,), {}, (1.0,)) == 10
+    assert work_hint(None, (A,), {}, (0.0, 1.0)) == 10_000
+    # deeper than the smallest array too: the largest's dimensions again
+    assert work_hint(None, (A, np.zeros(3)), {}, (0.0, 0.0, 0.0, 1.0)) == 10_000 * 3 * 10
+    assert work_hint(None, (np.float64(2.0), np.zeros(())), {}, (1.0, 1.0)) == 2.0
