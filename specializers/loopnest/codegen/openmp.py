@@ -145,6 +145,8 @@ class OpenMPEmitter(CEmitter):
         self.share = 0             # inside a worksharing loop (one thread's iterations)
         self.plain = 0             # inside code that one thread runs alone (single)
         self.collapse_rest = 0     # inner loops of a collapsed nest still to open
+        self.collapsed: list | None = None   # ...whose iteration may go in a function of its
+                                             # own: (the outermost SLoop, its loops so far)
         self.pending: list[str] = []
         self.shared_reads = False  # every thread read a shared predicate in this iteration
         self.band: list[d.Loop] = []       # a chunked band's loops (``_chunked``)
@@ -273,7 +275,13 @@ class OpenMPEmitter(CEmitter):
         if self.collapse_rest:
             self.collapse_rest -= 1
             self._header(loop, hoist=False)
-            self._body(body)
+            if self.collapse_rest and self.collapsed is not None:
+                self.collapsed.append(loop)
+            if self.collapse_rest or self.collapsed is None:
+                self._body(body)
+            else:   # the innermost loop of a collapsed nest: its iteration
+                collapsed, self.collapsed = self.collapsed, None
+                self._iteration(collapsed + [loop], collapsed[0], body)
             return
         if self.share or self.plain:
             self._plain_loop(loop, node, body, simd=node.parallel)
@@ -387,39 +395,52 @@ class OpenMPEmitter(CEmitter):
         self._header(loop, hoist=False)
         self.collapse_rest = len(nest) - 1  # the inner loops open bare (see loop())
         self.share += 1
-        if self.region or len(nest) > 1 or self._clauses(nest):
+        if self.region or self._clauses(nest):
             self._body(body)
-        else:   # one thread's iteration, in a function of its own where it can be
-            block = self._captured(body)
-            call = self._outline_iteration(loop, node, block)
-            self.depth += 1
-            for line in [call] if call else block:
-                self.line(line)
-            self.depth -= 1
-            self.line("}")
+        elif len(nest) > 1:   # the innermost collapsed loop's iteration (see loop())
+            self.collapsed = [node, loop]
+            self._body(body)
+            self.collapsed = None
+        else:
+            self._iteration([node, loop], node, body)
         self.share -= 1
         self.depth -= 1
         self.line("}")
         self._close_predicate(loop)
 
-    def _outline_iteration(self, loop: d.Loop, node: SLoop, block: list[str]) -> str | None:
+    def _iteration(self, loops: list, node: SLoop, body) -> None:
+        """One thread's iteration of a top-level shared loop (``loops``: the outermost
+        ``SLoop``, then the ``d.Loop`` of each loop shared, collapsed ones included), in a
+        function of its own where it can be (``_outline_iteration``), and the loop's end."""
+        block = self._captured(body)
+        call = self._outline_iteration(loops[1:], node, block)
+        self.depth += 1
+        for line in [call] if call else block:
+            self.line(line)
+        self.depth -= 1
+        self.line("}")
+
+    def _outline_iteration(self, loops: list[d.Loop], node: SLoop,
+                           block: list[str]) -> str | None:
         """The call of a function of its own (``outlined``) running ``block``, one iteration
-        of a top-level ``omp parallel for`` loop with no clauses, or None where that code
-        reads a local of the nest's function other than its parameters and the loop's
-        variable (it stays inline). As for a tiled band's blocks (``_outline``), GCC keeps
+        of a top-level ``omp parallel for`` over ``loops`` (collapsed, ``node`` the
+        outermost) with no clauses, or None where that code reads a local of the nest's
+        function other than its parameters and the loops' variables (it stays inline). As for a tiled band's blocks (``_outline``), GCC keeps
         no ``restrict`` of the pointers an OpenMP body reads through the caller's frame:
         bench_peak's conv2d (a 5 x 5 filter unrolled in a vectorized row loop) reloaded the
         filter and checked the arrays' overlap at every row, and ran on two threads slower
         than serial C (19 GFLOP/s against 22 at n = 2000)."""
-        if self.partials or self.wide(loop) or loop.predicate:
+        if self.partials or any(self.wide(loop) or loop.predicate for loop in loops):
             return None
-        var = c_identifier(loop.var)
+        variables = [c_identifier(loop.var) for loop in loops]
         used = set(re.findall(r"\b[A-Za-z_]\w*\b", "\n".join(block)))
-        own = {f"asp_{part}_{var}" for part in ("lo", "hi", "step", "n", "tile", "end", "jam")}
+        own = {f"asp_{part}_{var}" for var in variables
+               for part in ("lo", "hi", "step", "n", "tile", "end", "jam")}
         if used & (self._outer_locals(node) | own):
             return None
         params = [p for p in self.b.arguments()[0] if not p.endswith(" asp_threads")]
-        params += ["asp_error * asp_err"] * ("asp_err" in used) + [f"const int64_t {var}"]
+        params += ["asp_error * asp_err"] * ("asp_err" in used) + [
+            f"const int64_t {var}" for var in variables]
         name = f"asp_block_{len(self.outlined)}"
         self.outlined += [f"static void {name}({', '.join(params)}) {{",
                           *(f"    {line}" for line in block), "}", ""]

@@ -235,7 +235,9 @@ for i in range(n):
 
 def test_restrict_kept_where_no_overlap():
     body, _ = openmp_source(PERFECT, np.ones((6, 5)), np.ones(5), np.zeros((6, 5)), 6, 5)
-    assert body.count("* restrict") == 3
+    nest = body.index("asp_nest_")
+    assert body[nest:].count("* restrict") == 3
+    assert body[:nest].count("* restrict") in (0, 3)   # (an iteration's function of its own)
 
 
 SUM = kernel_class("""
@@ -656,3 +658,25 @@ for i in range(n):
     B = np.zeros(8)
     body, _ = openmp_source(Scaled, np.arange(8.0), B, 8)
     assert ", double s, const int64_t i)" in body and np.array_equal(B, np.arange(8.0) * 2)
+
+
+def test_a_collapsed_nests_iteration_runs_in_a_function_of_its_own():
+    """fbcorr's shape: two short parallel loops collapsed, the work inside; the iteration of
+    the innermost collapsed loop takes both variables (fbcorr on 256 x 256 images: 4.8 ms on
+    two threads, 6.1 inline)."""
+    Batch = kernel_class("""
+for b in range(nb):
+    for f in range(nf):
+        for y in range(n):
+            for x in range(n):
+                out[b, f, y, x] = img[b, y, x] * w[f]
+""", "img, w, out, nb, nf, n")
+    img, w = np.arange(2 * 9.0).reshape(2, 3, 3), np.arange(3.0)
+    out = np.zeros((2, 3, 3, 3))
+    body, _ = openmp_source(Batch, img, w, out, 2, 3, 3)
+    collapsed = int(re.search(r"collapse\((\d)\)", body).group(1))
+    assert collapsed >= 2
+    head = body[:body.index("{")]
+    variables = ", ".join(f"const int64_t {v}" for v in "bfyx"[:collapsed])
+    assert head.startswith("static void asp_block_0(") and head.endswith(f"{variables}) ")
+    assert np.array_equal(out, img[:, None] * w[None, :, None, None])
