@@ -182,26 +182,24 @@ def measure_memory(module: CModule, openmp: bool, cores: int, cache_bytes: int,
     del arrays, pointers
     # three arrays in a quarter of the last-level cache, and at most four L2s: a machine
     # (or a VM) may report more cache than one core can hold on to
-    small = max(4096, min(cache_bytes // 4, 4 * l2_bytes()) // 24)
-    arrays = [np.empty(small) for _ in range(3)]
-    pointers = [array_pointer(ffi, v) for v in arrays]
-    for pointer in pointers:
-        lib.asp_cal_fill(pointer, small, 1.5, 1)
-    run = functools.partial(_triad, lib, pointers, small, 1)
-    count = count_for(run, 0.005 if quick else 0.02)
-    cached = best_per_unit({"cache": (run, count)}, repeats)["cache"]
-    del arrays, pointers
+    cached = _cached_rate(module, max(4096, min(cache_bytes // 4, 4 * l2_bytes()) // 24),
+                          quick, repeats)
     # three arrays in a quarter of the L2: what a loop streams from it into L1
-    l2 = max(1024, l2_bytes() // 4 // 24)
-    arrays = [np.empty(l2) for _ in range(3)]
+    in_l2 = _cached_rate(module, max(1024, l2_bytes() // 4 // 24), quick, repeats)
+    return {"bandwidth": bandwidth, "cache_bandwidth": cached, "l2_bandwidth": in_l2}
+
+
+def _cached_rate(module: CModule, elements: int, quick: bool, repeats: int) -> float:
+    """Bytes per second of one thread's triad over three arrays of ``elements`` doubles,
+    called over and over (the arrays stay in whatever cache holds them)."""
+    ffi, lib = module.ffi, module.lib
+    arrays = [np.empty(elements) for _ in range(3)]
     pointers = [array_pointer(ffi, v) for v in arrays]
     for pointer in pointers:
-        lib.asp_cal_fill(pointer, l2, 1.5, 1)
-    run = functools.partial(_triad, lib, pointers, l2, 1)
+        lib.asp_cal_fill(pointer, elements, 1.5, 1)
+    run = functools.partial(_triad, lib, pointers, elements, 1)
     count = count_for(run, 0.005 if quick else 0.02)
-    in_l2 = best_per_unit({"l2": (run, count)}, repeats)["l2"]
-    return {"bandwidth": bandwidth, "cache_bandwidth": 24 * small / cached,
-            "l2_bandwidth": 24 * l2 / in_l2}
+    return 24 * elements / best_per_unit({"cached": (run, count)}, repeats)["cached"]
 
 
 def l2_bytes() -> int:

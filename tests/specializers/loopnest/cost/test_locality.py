@@ -10,16 +10,9 @@ import pytest
 from asp_core import platform
 from specializers.loopnest import LoopKernel
 from specializers.loopnest.cost import locality, models
+from tests.specializers.loopnest.cost.test_models import Product, profile_of
 
 KIB = 1024
-
-
-class Product(LoopKernel):
-    def kernel(self, A, B, C):
-        for i in range(A.shape[0]):
-            for k in range(B.shape[0]):
-                for j in range(B.shape[1]):
-                    C[i, j] += A[i, k] * B[k, j]
 
 
 class Triangle(LoopKernel):
@@ -44,12 +37,6 @@ def caches(monkeypatch):
         found = dataclasses.replace(platform.data_caches(), l1=l1, l2=l2, l3=l3)
         monkeypatch.setattr(platform, "data_caches", lambda: found)
     return inject
-
-
-def profile_of(kernel, *args) -> models.NestProfile:
-    kernel.kernel(*args)
-    runner = kernel._asp_current.runners[0]
-    return runner.estimator.profile(runner.signature(runner.last_inputs))
 
 
 def product(n=64):
