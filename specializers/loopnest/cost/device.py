@@ -164,6 +164,10 @@ class DeviceProfile:
     footprint: float       # bytes of the arrays the nest touches
     fresh_uploaded: float = 0.0     # ... of which in arrays of FRESH_BYTES and more
     fresh_downloaded: float = 0.0
+    #: on a CPU device (``host_memory``), the time its kernels' bytes take to come over the
+    #: time they would take streamed: the serial C schedule's, with its reuse in the caches
+    #: (``cost.locality``; 1.0 where the profile has no traffic)
+    host_reuse: float = 1.0
 
 
 #: Arrays this large are copied into memory that is mapped anew for each copy, its pages
@@ -238,7 +242,24 @@ def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
     copies = len(analysis.names.arrays) + len(written)
     return DeviceProfile(tuple(kernels), float(profile.footprint), float(downloaded), copies,
                          float(profile.footprint), float(sum(fresh.values())),
-                         float(sum(size for name, size in fresh.items() if name in written)))
+                         float(sum(size for name, size in fresh.items() if name in written)),
+                         _host_reuse(profile, m))
+
+
+def _host_reuse(profile: NestProfile, m: MachineParams) -> float:
+    """``DeviceProfile.host_reuse``: a CPU device runs the nest's loops on the host's cores and
+    caches, work-groups of neighbouring work items one after another, so its bytes are taken
+    to come as the serial C schedule's do (``models._memory_s``, one thread), against the
+    same bytes streamed at the bandwidth ``device_cost`` prices them at. (Streamed, gemm's
+    work items on PoCL were priced 59 ms of memory at 512 x 512 where the call takes 14.)"""
+    from .models import _memory_s
+
+    moved = sum(s.instances * s.bytes for s in profile.statements)
+    if profile.traffic is None or moved <= 0:
+        return 1.0
+    rate = m.cache_bandwidth if profile.footprint <= m.cache_bytes else \
+        m.per_thread(m.bandwidth, 1)
+    return _memory_s(profile, m, 1.0) / (moved / rate)
 
 
 def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = None,
@@ -274,7 +295,8 @@ def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = N
         else:
             run_c = per_item * max(1.0, items / dev.lanes) + \
                 per_guarded * max(1.0, items / dev.units)
-        run_m = k.bytes / k.launches / bandwidth * 1e9
+        run_m = k.bytes / k.launches / bandwidth * 1e9 * \
+            (p.host_reuse if dev.host_memory and m is not None else 1.0)
         run = max(run_c, run_m) * slower
         launches += k.launches * dev.launch_ns * waiting
         if run_c >= run_m:

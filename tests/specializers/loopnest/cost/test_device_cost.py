@@ -431,3 +431,34 @@ def test_a_devices_first_use_is_measured_in_a_new_process_where_this_one_used_it
     assert opencl.initialized()
     seconds = device_probes._init("opencl")
     assert 0.0 < seconds != device_probes.INIT_GUESS_S   # (measured: not the guess)
+
+
+class Product(LoopKernel):
+    def kernel(self, A, B, C):
+        for i in range(A.shape[0]):
+            for k in range(B.shape[0]):
+                for j in range(B.shape[1]):
+                    C[i, j] += A[i, k] * B[k, j]
+
+
+def test_a_cpu_devices_bytes_come_with_the_hosts_reuse():
+    """A CPU device (``host_memory``) runs the nest on the host's cores and caches: its
+    kernels' bytes are priced with the reuse the serial C schedule finds (``host_reuse``:
+    a matrix product's rows stay in the cache), a GPU's stream as counted."""
+    from specializers.loopnest.cost.device import _host_reuse
+    from specializers.loopnest.cost.machine import machine
+
+    kernel = Product(backend="python")
+    p = profile_of(kernel, *[np.ones((64, 64)) for _ in range(3)])
+    runner = kernel._asp_current.runners[0]
+    cpu_profile = runner.estimator.profile(runner.signature(runner.last_inputs))
+    assert p.host_reuse == _host_reuse(cpu_profile, machine())
+    assert 0 < p.host_reuse < 1   # reused: less than streamed
+    streamed = dataclasses.replace(p, host_reuse=1.0)
+    cpu = dataclasses.replace(DEVICE, host_memory=True, lane_scale=1e-6)   # memory-bound
+    reused_s = device_cost(p, cpu, DEFAULTS)[1]["memory"]
+    assert reused_s == pytest.approx(device_cost(streamed, cpu, DEFAULTS)[1]["memory"] *
+                                     p.host_reuse)
+    gpu = dataclasses.replace(DEVICE, lane_scale=1e-6)
+    assert device_cost(p, gpu, DEFAULTS)[1]["memory"] == \
+        device_cost(streamed, gpu, DEFAULTS)[1]["memory"]
