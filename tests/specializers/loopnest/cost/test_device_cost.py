@@ -433,20 +433,13 @@ def test_a_devices_first_use_is_measured_in_a_new_process_where_this_one_used_it
     assert 0.0 < seconds != device_probes.INIT_GUESS_S   # (measured: not the guess)
 
 
-class Product(LoopKernel):
-    def kernel(self, A, B, C):
-        for i in range(A.shape[0]):
-            for k in range(B.shape[0]):
-                for j in range(B.shape[1]):
-                    C[i, j] += A[i, k] * B[k, j]
-
-
 def test_a_cpu_devices_bytes_come_with_the_hosts_reuse():
     """A CPU device (``host_memory``) runs the nest on the host's cores and caches: its
     kernels' bytes are priced with the reuse the serial C schedule finds (``host_reuse``:
     a matrix product's rows stay in the cache), a GPU's stream as counted."""
     from specializers.loopnest.cost.device import _host_reuse
     from specializers.loopnest.cost.machine import machine
+    from tests.specializers.loopnest.cost.test_models import Product
 
     kernel = Product(backend="python")
     p = profile_of(kernel, *[np.ones((64, 64)) for _ in range(3)])
