@@ -237,11 +237,16 @@ class OpenMPEmitter(CEmitter):
         if used & self._outer_locals(node):
             return None
         var = c_identifier(loop.var)
-        params = [p for p in self.b.arguments()[0] if not p.endswith(" asp_threads")]
-        params += ["asp_error * asp_err"] * ("asp_err" in used) + [
-            f"const int64_t asp_{part}_{var}" for part in ("lo", "hi", "step", "tile", "end")]
+        own = [f"const int64_t asp_{part}_{var}" for part in ("lo", "hi", "step", "tile", "end")]
         if self.wide(loop):
-            params.append(f"const uint64_t asp_n_{var}")
+            own.append(f"const uint64_t asp_n_{var}")
+        return self._function(own, block, used)
+
+    def _function(self, own: list[str], block: list[str], used: set[str]) -> str:
+        """A function of its own (``outlined``) running ``block``, taking the nest's
+        parameters (the error record where ``used`` has it) and ``own``; the call of it."""
+        params = [p for p in self.b.arguments()[0] if not p.endswith(" asp_threads")]
+        params += ["asp_error * asp_err"] * ("asp_err" in used) + own
         name = f"asp_block_{len(self.outlined)}"
         self.outlined += [f"static void {name}({', '.join(params)}) {{",
                           *(f"    {line}" for line in block), "}", ""]
@@ -425,8 +430,8 @@ class OpenMPEmitter(CEmitter):
         """The call of a function of its own (``outlined``) running ``block``, one iteration
         of a top-level ``omp parallel for`` over ``loops`` (collapsed, ``node`` the
         outermost) with no clauses, or None where that code reads a local of the nest's
-        function other than its parameters and the loops' variables (it stays inline). As for a tiled band's blocks (``_outline``), GCC keeps
-        no ``restrict`` of the pointers an OpenMP body reads through the caller's frame:
+        function other than its parameters and the loops' variables (it stays inline). As for
+        a tiled band's blocks (``_outline``), GCC keeps no ``restrict`` of the pointers an OpenMP body reads through the caller's frame:
         bench_peak's conv2d (a 5 x 5 filter unrolled in a vectorized row loop) reloaded the
         filter and checked the arrays' overlap at every row, and ran on two threads slower
         than serial C (19 GFLOP/s against 22 at n = 2000)."""
@@ -438,13 +443,7 @@ class OpenMPEmitter(CEmitter):
                for part in ("lo", "hi", "step", "n", "tile", "end", "jam")}
         if used & (self._outer_locals(node) | own):
             return None
-        params = [p for p in self.b.arguments()[0] if not p.endswith(" asp_threads")]
-        params += ["asp_error * asp_err"] * ("asp_err" in used) + [
-            f"const int64_t {var}" for var in variables]
-        name = f"asp_block_{len(self.outlined)}"
-        self.outlined += [f"static void {name}({', '.join(params)}) {{",
-                          *(f"    {line}" for line in block), "}", ""]
-        return f"{name}({', '.join(p.rsplit(' ', 1)[1] for p in params)});"
+        return self._function([f"const int64_t {var}" for var in variables], block, used)
 
     def _dealt_out(self, node: SLoop) -> bool:
         """``cost.models.dealt_out``: the model prices the schedule it says."""

@@ -249,17 +249,15 @@ def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
 def _host_reuse(profile: NestProfile, m: MachineParams) -> float:
     """``DeviceProfile.host_reuse``: a CPU device runs the nest's loops on the host's cores and
     caches, work-groups of neighbouring work items one after another, so its bytes are taken
-    to come as the serial C schedule's do (``models._memory_s``, one thread), against the
-    same bytes streamed at the bandwidth ``device_cost`` prices them at. (Streamed, gemm's
-    work items on PoCL were priced 59 ms of memory at 512 x 512 where the call takes 14.)"""
-    from .models import _memory_s
+    to come as the serial C schedule's do (``models.memory_seconds``, one thread), against
+    the same bytes streamed (the profile without its traffic). (Streamed, gemm's work items
+    on PoCL were priced 59 ms of memory at 512 x 512 where the call takes 14.)"""
+    from .models import memory_seconds
 
-    moved = sum(s.instances * s.bytes for s in profile.statements)
-    if profile.traffic is None or moved <= 0:
+    if profile.traffic is None:
         return 1.0
-    rate = m.cache_bandwidth if profile.footprint <= m.cache_bytes else \
-        m.per_thread(m.bandwidth, 1)
-    return _memory_s(profile, m, 1.0) / (moved / rate)
+    streamed = memory_seconds(dataclasses.replace(profile, traffic=None), m, 1.0)
+    return memory_seconds(profile, m, 1.0) / streamed if streamed > 0 else 1.0
 
 
 def device_cost(p: DeviceProfile, dev: DeviceParams, m: MachineParams | None = None,

@@ -377,9 +377,6 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
             return [node.sid]
         return [sid for child in node.body for sid in statements_under(child)]
 
-    def entries(ancestors: tuple[SLoop, ...]) -> int:
-        return entries_of(ancestors, loops)
-
     def shared(node) -> bool:
         return isinstance(node, SLoop) and node.parallel and node.lid not in small
 
@@ -389,7 +386,7 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
     def region_level(node, ancestors: tuple[SLoop, ...]) -> None:
         nonlocal barriers, combines, imbalance
         if shared(node):
-            entered = entries(ancestors)
+            entered = entries_of(ancestors, loops)
             barriers += entered
             combines += entered * len(node.reductions)
             imbalance = max(imbalance, _shared_imbalance(analysis, loops, node,
@@ -398,7 +395,7 @@ def _openmp_structure(analysis, plan, small: frozenset[int]) -> tuple[int, int, 
             for child in node.body:
                 region_level(child, ancestors + (node,))
         else:
-            barriers += entries(ancestors)   # a single block (one thread runs it)
+            barriers += entries_of(ancestors, loops)   # a single block (one thread runs it)
 
     for node in plan.schedule.root:
         if not has_parallel(node):
@@ -546,14 +543,14 @@ def _compute_ns(s: StatementProfile, m: MachineParams, vector: bool) -> float:
     return s.instances * (per / m.vector_speedup if vector else per)
 
 
-def _memory_s(p: NestProfile, m: MachineParams, threads: float, openmp: bool = False) -> float:
+def memory_seconds(p: NestProfile, m: MachineParams, threads: float, openmp: bool = False) -> float:
     """The time the bytes the variant loads take to come (``openmp``: the OpenMP variant's
     schedule): the slowest level of a roofline over L2 into L1, the last-level cache into L2
     and memory into the last-level cache (``NestProfile.traffic``), on ``threads`` threads (a
     fraction where a busy machine leaves a team less than its cores: interpolated between the
     measured counts)."""
     if threads < 1.0:   # a share of one core's time: its bandwidth that share of the time
-        return _memory_s(p, m, 1.0, openmp) / threads
+        return memory_seconds(p, m, 1.0, openmp) / threads
     traffic = p.traffic_omp if openmp else p.traffic
     low = max(1, int(threads))
     rate = m.per_thread(m.bandwidth, low)
@@ -574,7 +571,7 @@ def c_cost(p: NestProfile, m: MachineParams, threads: int = 1, cores: int = 0,
     share = running(1, cores, busy)
     compute = sum(_compute_ns(s, m, s.vector) for s in p.statements) * 1e-9 / share
     compute += p.loop_iterations(m) * m.c_iteration_ns * 1e-9 / share
-    memory = _memory_s(p, m, share)
+    memory = memory_seconds(p, m, share)
     terms = {"compute": compute, "memory": memory, "call": m.c_call_ns * 1e-9}
     return max(compute, memory) + terms["call"], terms
 
@@ -593,7 +590,7 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
     share = parallel * p.imbalance / effective
     compute = share + serial + p.loop_iterations(m, openmp=True) * m.c_iteration_ns * 1e-9 / \
         effective
-    memory = _memory_s(p, m, effective, openmp=True)   # (the bandwidth of the team's cores)
+    memory = memory_seconds(p, m, effective, openmp=True)   # (the bandwidth of the team's cores)
     regions = p.regions * m.per_thread(m.omp_fork_ns, threads) * 1e-9 * waiting
     barriers = p.barriers * m.per_thread(m.omp_barrier_ns, threads) * 1e-9 * waiting
     reductions = p.combines * m.per_thread(m.omp_combine_ns, threads) * 1e-9 * waiting
