@@ -8,7 +8,7 @@ command line (``asp_core.cli``) is installed as a console script.
 import os
 import re
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,6 +50,10 @@ setup(
         "tqdm>=4.60",
         "click>=8.1",
     ],
+    # The cold gate (specializers/loopnest/_coldgate.c): optional, so that a machine without
+    # Python's headers installs all the same and runs the gate's Python equivalent.
+    ext_modules=[Extension("specializers.loopnest._coldgate",
+                           ["specializers/loopnest/_coldgate.c"], optional=True)],
     entry_points={"console_scripts": ["asp = asp_core.cli:main"]},
     extras_require={
         "cuda": ["pycuda>=2022.2"],

@@ -406,7 +406,10 @@ def _dispatching_kernel(original):
 
     kernel._asp_wrapper = True
     kernel._asp_original_function = original
-    return kernel
+    entry = coldstart.gate(original, kernel, _COLD, COLD)
+    entry._asp_wrapper = True
+    entry._asp_original_function = original
+    return entry
 
 
 def _original_of(cls) -> Any:
