@@ -42,6 +42,16 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   fastest variant and build it as above. That extra build costs no more than the call's run
   on the best built variant (else it would not be chosen), so the bound becomes three times
   the optimum at worst (this call's cost once more).
+* **Uncertain estimates.** Where a model cannot tell how long a built variant runs (how
+  often a branch is taken: mandelbrot's escape-time loop skips its body for escaped points,
+  so its plain Python runs in a quarter to the whole of the time its statements would take),
+  its estimate gives the range (``spread``). Until that variant is measured at the size,
+  building another now is weighed against the range's geometric mean, not the best guess:
+  with a build (and run) costing ``B`` and a run taking anywhere from ``L`` to ``H``,
+  building loses at most a factor ``B / L`` against the better choice, running what is built
+  at most ``H / B``; the worst case of the two is least where ``B = sqrt(L * H)`` decides.
+  (On the best guess, mandelbrot's first call on 128 x 128, 62 ms in Python, built OpenCL and
+  took 115 ms.)
 
 Pure bookkeeping: no clock, no threads; the dispatcher measures and builds.
 """
@@ -99,6 +109,9 @@ class Estimate:
     size_class: int = 0             # calls of one size class share a correction
     fixed_s: float = 0.0            # cost outside the measured part (never corrected)
     kin: tuple[str, ...] = ()       # variants whose correction it borrows before its own
+    #: The least and the most ``seconds`` may be where the model cannot tell (a branch taken
+    #: always or never), ``seconds`` being its best guess; None: as sure as any estimate.
+    spread: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -326,7 +339,7 @@ class Selector:
         now = min((e for e in estimates if e.build_s > 0),
                   key=lambda e: (e.build_s + times[e.label], e is not best))
         if best_ready is None or (can_wait and now.build_s + times[now.label] <=
-                                  times[best_ready.label]):
+                                  self._weighed(best_ready, times)):
             also = "" if now is best else \
                 f"; {best.label} would run faster ({_s(times[best.label])}) but builds longer"
             return Decision(now.label, True, None,
@@ -354,6 +367,17 @@ class Selector:
         return Decision(best_ready.label, False, None,
                         f"{best_ready.label}; {best.label} would be faster "
                         f"({_s(times[best.label])}) but {why}", tuple(estimates), times)
+
+    def _weighed(self, ready: Estimate, times: dict[str, float]) -> float:
+        """What a built variant's run weighs against a build that would replace it (see
+        "Uncertain estimates" in the module): its corrected time, or, while it is not measured
+        at this size and its estimate has a spread, the geometric mean of the spread."""
+        if ready.spread is None or self.measured(ready.label, ready.size_class):
+            return times[ready.label]
+        low, high = ready.spread
+        scale = (times[ready.label] - ready.fixed_s) / ready.seconds if ready.seconds > 0 \
+            else 1.0
+        return math.sqrt(max(low, 0.0) * max(high, 0.0)) * scale + ready.fixed_s
 
     def _probe(self, best: Estimate, ready: Sequence[Estimate], times: dict[str, float],
                estimates: Sequence[Estimate]) -> Decision:

@@ -231,23 +231,35 @@ def gate(original: Callable, dispatch: Callable, table: dict, marker: Any) -> Ca
     return entry
 
 
-def loop_levels(code: types.CodeType) -> list[int]:
+#: The weight of an instruction that a forward conditional jump may skip (an ``if``'s body):
+#: the branch's neutral prior, as ``cost.models.GUARDED_SHARE`` prices a guarded statement.
+#: (Counted whole, mandelbrot's escape-time loop suggested 88 ms of work on 64 x 64, where its
+#: original code takes 16 ms, and its first call paid an analysis for nothing.)
+GUARDED_WEIGHT = 0.5
+
+
+def loop_levels(code: types.CodeType) -> list[float]:
     """Per depth of ``for`` loops in ``code`` (1, 2, ...), the bytecode instructions of the
     loops at that depth, each loop's own (not those of the loops nested in it): what one
-    iteration of each runs. A ``FOR_ITER`` spans the instructions up to its exit."""
+    iteration of each runs, an instruction that a forward conditional jump may skip counting
+    ``GUARDED_WEIGHT``. A ``FOR_ITER`` spans the instructions up to its exit."""
     import dis
 
     listed = list(dis.get_instructions(code))
     instructions = [ins.offset for ins in listed]
     spans = [(ins.offset, ins.argval) for ins in listed
              if ins.opname == "FOR_ITER" and isinstance(ins.argval, int)]
-    levels: list[int] = []
+    skipped = [(ins.offset, ins.argval) for ins in listed
+               if "JUMP" in ins.opname and "IF" in ins.opname and
+               isinstance(ins.argval, int) and ins.argval > ins.offset]
+    levels: list[float] = []
     for start, end in spans:
         depth = sum(1 for s, e in spans if s <= start < e)
         inner = [(s, e) for s, e in spans if start < s < end]
-        own = sum(1 for offset in instructions if start <= offset < end and
+        own = sum(GUARDED_WEIGHT if any(s < offset < e for s, e in skipped) else 1.0
+                  for offset in instructions if start <= offset < end and
                   not any(s <= offset < e for s, e in inner))
-        levels.extend([0] * (depth - len(levels)))
+        levels.extend([0.0] * (depth - len(levels)))
         levels[depth - 1] += own
     return levels
 

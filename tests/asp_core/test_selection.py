@@ -181,6 +181,29 @@ def test_a_first_call_builds_now_exactly_when_building_and_running_costs_no_more
     assert d.label == "python" and d.build_later == "c"
 
 
+def test_an_uncertain_run_is_weighed_at_the_geometric_mean_of_its_spread():
+    """A built variant whose time the model cannot tell (a branch taken always or never: 25 to
+    400 ms, best guess 212) against a build and run of 150 ms: building would lose up to a
+    factor 6 (150 / 25), not building up to 2.7 (400 / 150), so it is not built now; at 90 ms
+    of build and run (below sqrt(25 * 400) = 100), it is. Once the variant is measured, its
+    measured time decides (the spread is gone)."""
+    def uncertain(seconds=0.2125):
+        return Estimate("python", seconds, {}, spread=(0.025, 0.4))
+
+    d = Selector().choose((uncertain(), est("c", 1e-3, build_s=0.149)))
+    assert d.label == "python" and not d.build_now
+    d = Selector().choose((uncertain(), est("c", 1e-3, build_s=0.089)))
+    assert d.label == "c" and d.build_now
+    s = Selector()
+    estimates = (uncertain(), est("c", 1e-3, build_s=0.149))
+    assert s.choose(estimates).label == "python"
+    s.observe(estimates[0], 0.2)   # it took 200 ms after all: building pays off
+    assert s.choose(estimates).build_now
+    # no spread: the best guess decides, as before
+    d = Selector().choose((est("python", 0.2125), est("c", 1e-3, build_s=0.149)))
+    assert d.label == "c" and d.build_now
+
+
 def test_a_call_builds_its_own_cheapest_variant_then_the_fastest_pays_its_way():
     """A first call waits for the build that makes it cheapest (build plus run), not for the
     fastest variant's longer build; the fastest is built once the losses pay for it."""

@@ -106,7 +106,12 @@ class NestEstimator:
         cores, busy = cpu_cores(), others_busy()
         seconds, terms = models.python_cost(profile, m, 1, cores, busy)
         fixed = terms.pop("entering the nest")   # not part of what the kernel times
-        out = [Estimate(ORIGINAL, seconds - fixed, terms, size_class=size, fixed_s=fixed)]
+        spread = None
+        if any(s.guarded for s in profile.statements):   # its branches: none taken, all taken
+            spread = tuple(models.python_cost(profile, m, 1, cores, busy, guarded=share)[0] -
+                           fixed for share in (0.0, 1.0))
+        out = [Estimate(ORIGINAL, seconds - fixed, terms, size_class=size, fixed_s=fixed,
+                        spread=spread)]
         compiler, openmp = compiled_available()
         if not compiler:
             return tuple(out)

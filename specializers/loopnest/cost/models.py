@@ -15,7 +15,8 @@ own; nothing else changes). Each returns the predicted seconds and its main term
   entering the nest;
 * ``c`` (serial C), after equations 4-5, relative to measured compiled-code times per
   operation kind, with a roofline memory term: the time is the larger of compute (divided by
-  the vector speed-up for vectorizable inner loops, their loop overhead too) and the time the
+  the vector speed-up for vectorizable inner loops, their loop overhead too; outside them a
+  statement under an ``if`` branches, half its instances as in the interpreter) and the time the
   bytes the schedule loads into each cache level take to come (``cost.locality``: reuse found
   where a working set fits; over the calibrated bandwidths of L2, the last-level cache and
   memory), plus the compiled call's fixed cost;
@@ -55,10 +56,13 @@ MODULE_LINES = 400
 #: the dimensions, fbcorr's seven loops over four-dimensional arrays were priced as 62 lines
 #: where it has 81 (and gcc compiles a line in about 0.8 ms).
 NEST_LINES, STATEMENT_LINES, LOOP_LINES, DIMENSION_LINES = 30, 3, 4, 2
-#: The share of its instances a statement under an ``if`` is predicted to run in the
-#: interpreter (which skips it where the predicate is false: mandelbrot's escaped points): the
+#: The share of its instances a statement under an ``if`` is predicted to run where the code
+#: branches (which skips it where the predicate is false: mandelbrot's escaped points): the
 #: branch's probability is unknown before a measurement corrects it, 1/2 its neutral prior.
-#: (Compiled code is priced as running every instance: cheap either way.)
+#: The interpreter branches, and so does compiled code outside vectorized loops; a vectorized
+#: loop (masked) and a device's work-items (lanes in step, ``cost.device``) run every instance.
+#: (Priced whole in serial C too, mandelbrot's C was predicted 1.7 times its time and OpenCL,
+#: priced whole as it runs, chosen over C at 512 x 512 where it took 1.3 times as long.)
 GUARDED_SHARE = 0.5
 
 
@@ -511,13 +515,13 @@ Prediction = tuple[float, dict[str, float]]
 
 
 def python_cost(p: NestProfile, m: MachineParams, threads: int = 1, cores: int = 0,
-                busy: float = 0.0) -> Prediction:
+                busy: float = 0.0, guarded: float = GUARDED_SHARE) -> Prediction:
     """The original code: the interpreter's time, on the share of a core the process gets
-    (``running``)."""
+    (``running``), running ``guarded`` of the instances of the statements under an ``if``."""
     share = running(1, cores, busy)
     statements = sum(s.instances * (m.py_statement_ns + s.features.cost(m.py_op_ns) +
                                     s.features[SUBSCRIPT] * m.py_subscript_ns) *
-                     (GUARDED_SHARE if s.guarded else 1.0)
+                     (guarded if s.guarded else 1.0)
                      for s in p.statements) / share
     loops = p.iterations * m.py_iteration_ns / share
     terms = {"statements": statements * 1e-9, "loop iterations": loops * 1e-9,
@@ -540,7 +544,9 @@ def running(threads: int, cores: int, busy: float) -> float:
 
 def _compute_ns(s: StatementProfile, m: MachineParams, vector: bool) -> float:
     per = s.features.cost(m.c_op_ns)
-    return s.instances * (per / m.vector_speedup if vector else per)
+    if vector:
+        return s.instances * per / m.vector_speedup
+    return s.instances * per * (GUARDED_SHARE if s.guarded else 1.0)
 
 
 def memory_seconds(p: NestProfile, m: MachineParams, threads: float, openmp: bool = False) -> float:

@@ -228,3 +228,24 @@ def test_loops_walk_the_largest_arrays_own_extents():
     # deeper than the smallest array too: the largest's dimensions again
     assert work_hint(None, (A, np.zeros(3)), {}, (0.0, 0.0, 0.0, 1.0)) == 10_000 * 3 * 10
     assert work_hint(None, (np.float64(2.0), np.zeros(())), {}, (1.0, 1.0)) == 2.0
+
+
+def test_an_if_bodys_instructions_weigh_half():
+    """An ``if``'s body may be skipped: its instructions count ``GUARDED_WEIGHT`` each (the
+    branch's neutral prior), so a loop whose work sits under an ``if`` suggests less work than
+    the same loop without it."""
+    from specializers.loopnest.coldstart import GUARDED_WEIGHT
+
+    def plain(A, n):
+        for i in range(n):
+            A[i] = A[i] * A[i] + 2.0 * A[i] + 1.0
+
+    def branchy(A, n):
+        for i in range(n):
+            if A[i] > 0.0:
+                A[i] = A[i] * A[i] + 2.0 * A[i] + 1.0
+
+    (whole,), (guarded,) = loop_levels(plain.__code__), loop_levels(branchy.__code__)
+    assert guarded < whole
+    # the body's instructions at half weight, the test (four or so) whole
+    assert whole * GUARDED_WEIGHT < guarded < whole * GUARDED_WEIGHT + 8

@@ -79,12 +79,52 @@ def test_statements_under_an_if_count_half_in_the_interpreter(monkeypatch):
     assert [s.guarded for s in p.statements].count(True) == 1
     params = models.MachineParams()
     half = models.python_cost(p, params)[1]["statements"]
-    monkeypatch.setattr(models, "GUARDED_SHARE", 1.0)
-    full = models.python_cost(p, params)[1]["statements"]
+    full = models.python_cost(p, params, guarded=1.0)[1]["statements"]
+    none = models.python_cost(p, params, guarded=0.0)[1]["statements"]
     guarded = next(s for s in p.statements if s.guarded)
     alone = guarded.instances * (params.py_statement_ns + guarded.features.cost(params.py_op_ns)
                                  + guarded.features["subscript"] * params.py_subscript_ns)
-    assert full - half == pytest.approx(alone * 0.5 * 1e-9)
+    assert full - half == pytest.approx(alone * models.GUARDED_SHARE * 1e-9)
+    assert half - none == pytest.approx(alone * models.GUARDED_SHARE * 1e-9)
+
+
+def test_compiled_code_skips_a_guarded_statement_only_where_it_branches():
+    """Serial C and OpenMP outside a vectorized loop branch as the interpreter does (half of
+    a guarded statement's instances); a vectorized loop runs every instance, masked."""
+    p = profile_of(Clip(backend="python", strict=True), np.ones(1000), np.zeros(1000))
+    params = models.MachineParams()
+
+    def compute(vector: bool, guarded: bool) -> float:
+        statements = tuple(dataclasses.replace(s, vector=vector, vector_omp=vector,
+                                               guarded=s.guarded and guarded)
+                           for s in p.statements)
+        profile = dataclasses.replace(p, statements=statements)
+        return models.c_cost(profile, params)[1]["compute"], \
+            models.openmp_cost(profile, params, threads=2, cores=2)[1]["parallel compute"]
+
+    guarded = next(s for s in p.statements if s.guarded)
+    whole = guarded.instances * guarded.features.cost(params.c_op_ns) * 1e-9
+    branchy, straight = compute(False, True), compute(False, False)
+    assert straight[0] - branchy[0] == pytest.approx(whole * (1 - models.GUARDED_SHARE))
+    assert straight[1] > branchy[1]
+    assert compute(True, True) == compute(True, False)
+
+
+def test_the_interpreters_estimate_spans_its_branches_taken_never_to_always():
+    clip = Clip(backend="python", strict=True)
+    profile_of(clip, np.ones(1000), np.zeros(1000))
+    runner = clip._asp_current.runners[0]
+    signature = runner.signature(runner.last_inputs)
+    original = runner.estimator.estimates(signature, lambda label: False)[0]
+    low, high = original.spread
+    assert low < original.seconds < high   # (the best guess: half the branch's instances)
+    assert original.seconds - low == pytest.approx(high - original.seconds)
+    scale = Scale(backend="python", strict=True)
+    profile_of(scale, np.ones(1000))
+    runner = scale._asp_current.runners[0]
+    plain = runner.estimator.estimates(runner.signature(runner.last_inputs),
+                                       lambda label: False)[0]
+    assert plain.spread is None   # no branch: as sure as any estimate
 
 
 def test_a_busy_machine_leaves_a_team_less_bandwidth():
