@@ -20,9 +20,11 @@ The data suggest work by the arrays among the call's arguments and the kernel's 
 at depth ``L`` of a method whose largest array has ``N`` elements and ``d`` dimensions run
 about ``N ** (L / d)`` iterations for ``L <= d``; loops deeper than ``d`` walk the smallest
 array's dimensions first (gemm's three loops over ``n x n`` matrices: ``n ** 3``; conv2d's
-four: its image times its filter), then the largest's. Each iteration costs
-``INSTRUCTION_S`` per bytecode instruction of that loop's own body (not counting the loops
-nested in it), read off the method's bytecode once (``loop_levels``). The analysis cost is
+four: its image times its filter), then the largest's. Each iteration costs what the
+bytecode instructions of that loop's own body take (not counting the loops nested in it):
+``INSTRUCTION_S`` each, ``SUBSCRIPT_S`` an array element read or written, ``CALL_S`` a call,
+an ``if`` body's at ``GUARDED_WEIGHT``, read off the method's bytecode once
+(``loop_levels``). The analysis cost is
 proportional to the size of the method's bytecode (``ANALYSIS_S_PER_BYTE``, measured on the
 twelve examples), plus, for the first kernel a process analyses, the analysis's own first use
 (``FIRST_ANALYSIS_S``: the calibration read and the cost model's first estimates).
@@ -47,13 +49,17 @@ import numpy as np
 
 from .distributed.refusal import PLAIN_TYPES, is_dask_collection, refuse_dask_arguments
 
-#: Interpreter time per bytecode instruction of a loop body, per iteration (seconds). On the
-#: twelve examples at their sizes here, plain Python's time over the instructions their loops
-#: run came to 3.7 to 12 ns (mandelbrot's loops that break early aside: 0.2 to 14); the
-#: per-element estimate this replaces, 60 ns an element of every array times the bytecode's
-#: size over 100 bytes, was off by 0.6 to 2.5 (vadd to gemver), and ran jacobi's first call on
-#: 512 x 512 as Python (185 ms) where analysing and compiling it took 117.
-INSTRUCTION_S = 9e-9
+#: Interpreter time per iteration of a loop body, per bytecode instruction (seconds): an
+#: ordinary one, an array element read or written (``BINARY_SUBSCR``, ``STORE_SUBSCR``: NumPy
+#: boxes or unboxes a scalar), a call. Fitted, in log, to the original code's time on the twelve
+#: examples at 40 sizes from 1 to 180 ms here: within a factor 2 of every one (root mean square
+#: of the log error 0.23). One price for every instruction, 9 ns (the fit's best single one),
+#: was off by up to 4x (mandelbrot's escape-time loop, all arithmetic on locals: its first
+#: call on 128 x 128, 63 ms as Python, was analysed for 23 ms, for nothing), and an earlier
+#: estimate per array element by 2.5 (vadd to gemver).
+INSTRUCTION_S = 3.25e-9
+SUBSCRIPT_S = 32e-9
+CALL_S = 150e-9
 #: The analysis and rewrite of a kernel and its first binding, per byte of its bytecode, plus
 #: a base (seconds): with the call's signature, 3.4 ms (vadd, 108 bytes) to 18.7 ms
 #: (black_scholes, 944 bytes) in a new process here.
@@ -80,7 +86,7 @@ class ColdStart:
 
     analysis_s: float
     #: per loop depth (1, 2, ...): the interpreter's time per iteration of the loops at that
-    #: depth, their own bytecode instructions times INSTRUCTION_S (``loop_levels``)
+    #: depth, their own bytecode instructions' (``loop_levels``)
     levels: tuple[float, ...] = (INSTRUCTION_S,)
     spent: float = 0.0
     calls: int = 0
@@ -91,7 +97,7 @@ class ColdStart:
     def of(cls, func: Callable) -> "ColdStart":
         code = func.__code__
         return cls(ANALYSIS_BASE_S + ANALYSIS_S_PER_BYTE * _bytecode_size(code),
-                   tuple(INSTRUCTION_S * count for count in loop_levels(code)), func=func)
+                   tuple(loop_levels(code)), func=func)
 
     def stays_cold(self, owner: Any, args: tuple, kwargs: dict) -> bool:
         """Whether this call should run the original code without analysis (``work_hint``
@@ -238,15 +244,23 @@ def gate(original: Callable, dispatch: Callable, table: dict, marker: Any) -> Ca
 GUARDED_WEIGHT = 0.5
 
 
+def instruction_s(ins) -> float:
+    """The interpreter's time for one bytecode instruction in a loop (see ``INSTRUCTION_S``;
+    Python 3.14 reads a subscript with ``BINARY_OP []``)."""
+    if ins.opname in ("BINARY_SUBSCR", "STORE_SUBSCR") or \
+            (ins.opname == "BINARY_OP" and ins.argrepr == "[]"):
+        return SUBSCRIPT_S
+    return CALL_S if ins.opname == "CALL" else INSTRUCTION_S
+
+
 def loop_levels(code: types.CodeType) -> list[float]:
-    """Per depth of ``for`` loops in ``code`` (1, 2, ...), the bytecode instructions of the
-    loops at that depth, each loop's own (not those of the loops nested in it): what one
-    iteration of each runs, an instruction that a forward conditional jump may skip counting
-    ``GUARDED_WEIGHT``. A ``FOR_ITER`` spans the instructions up to its exit."""
+    """Per depth of ``for`` loops in ``code`` (1, 2, ...), the interpreter's time for one
+    iteration of the loops at that depth, each loop's own instructions (not those of the loops
+    nested in it: ``instruction_s``), an instruction that a forward conditional jump may skip
+    counting ``GUARDED_WEIGHT``. A ``FOR_ITER`` spans the instructions up to its exit."""
     import dis
 
     listed = list(dis.get_instructions(code))
-    instructions = [ins.offset for ins in listed]
     spans = [(ins.offset, ins.argval) for ins in listed
              if ins.opname == "FOR_ITER" and isinstance(ins.argval, int)]
     skipped = [(ins.offset, ins.argval) for ins in listed
@@ -256,9 +270,10 @@ def loop_levels(code: types.CodeType) -> list[float]:
     for start, end in spans:
         depth = sum(1 for s, e in spans if s <= start < e)
         inner = [(s, e) for s, e in spans if start < s < end]
-        own = sum(GUARDED_WEIGHT if any(s < offset < e for s, e in skipped) else 1.0
-                  for offset in instructions if start <= offset < end and
-                  not any(s <= offset < e for s, e in inner))
+        own = sum(instruction_s(ins) *
+                  (GUARDED_WEIGHT if any(s < ins.offset < e for s, e in skipped) else 1.0)
+                  for ins in listed if start <= ins.offset < end and
+                  not any(s <= ins.offset < e for s, e in inner))
         levels.extend([0.0] * (depth - len(levels)))
         levels[depth - 1] += own
     return levels

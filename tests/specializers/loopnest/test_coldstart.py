@@ -1,9 +1,12 @@
 """coldstart: the loops read off the bytecode, and the work a call's data suggest."""
 
+import math
+
 import numpy as np
 import pytest
 
-from specializers.loopnest.coldstart import INSTRUCTION_S, ColdStart, loop_levels, work_hint
+from specializers.loopnest.coldstart import (CALL_S, INSTRUCTION_S, SUBSCRIPT_S, ColdStart,
+                                            loop_levels, work_hint)
 
 
 def flat(A, n):
@@ -234,7 +237,7 @@ def test_an_if_bodys_instructions_weigh_half():
     """An ``if``'s body may be skipped: its instructions count ``GUARDED_WEIGHT`` each (the
     branch's neutral prior), so a loop whose work sits under an ``if`` suggests less work than
     the same loop without it."""
-    from specializers.loopnest.coldstart import GUARDED_WEIGHT
+    from specializers.loopnest.coldstart import GUARDED_WEIGHT, SUBSCRIPT_S
 
     def plain(A, n):
         for i in range(n):
@@ -247,5 +250,30 @@ def test_an_if_bodys_instructions_weigh_half():
 
     (whole,), (guarded,) = loop_levels(plain.__code__), loop_levels(branchy.__code__)
     assert guarded < whole
-    # the body's instructions at half weight, the test (four or so) whole
-    assert whole * GUARDED_WEIGHT < guarded < whole * GUARDED_WEIGHT + 8
+    # the body's instructions at half weight, the test (a subscript and four or so) whole
+    assert whole * GUARDED_WEIGHT < guarded < whole * GUARDED_WEIGHT + SUBSCRIPT_S + \
+        8 * INSTRUCTION_S
+
+
+def test_subscripts_and_calls_cost_more_than_arithmetic():
+    """An element read or written (NumPy boxing a scalar) and a call cost several times an
+    instruction on locals: a loop of arithmetic on locals suggests less work per instruction
+    than one reading arrays."""
+    def arithmetic(n):
+        x = 0.0
+        for i in range(n):
+            x = x * 0.5 + 1.0
+
+    def reads(A, n):
+        x = 0.0
+        for i in range(n):
+            x = A[i]
+
+    def calls(A, n):
+        for i in range(n):
+            A[i] = math.exp(A[i])
+
+    (arith,), (read,), (call,) = (loop_levels(f.__code__) for f in (arithmetic, reads, calls))
+    assert SUBSCRIPT_S > 5 * INSTRUCTION_S and CALL_S > 3 * SUBSCRIPT_S
+    assert read > SUBSCRIPT_S and call > CALL_S + 2 * SUBSCRIPT_S > read
+    assert arith < 12 * INSTRUCTION_S
