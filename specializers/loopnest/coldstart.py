@@ -53,11 +53,12 @@ from .distributed.refusal import PLAIN_TYPES, is_dask_collection, refuse_dask_ar
 #: Interpreter time per iteration of a loop body, per bytecode instruction (seconds): an
 #: ordinary one, an array element read or written (``BINARY_SUBSCR``, ``STORE_SUBSCR``: NumPy
 #: boxes or unboxes a scalar), a call. Fitted, in log, to the original code's time on the twelve
-#: examples at 40 sizes from 1 to 180 ms here: within a factor 2 of every one (root mean square
-#: of the log error 0.23). One price for every instruction, 9 ns (the fit's best single one),
-#: was off by up to 4x (mandelbrot's escape-time loop, all arithmetic on locals: its first
-#: call on 128 x 128, 63 ms as Python, was analysed for 23 ms, for nothing), and an earlier
-#: estimate per array element by 2.5 (vadd to gemver).
+#: examples at 51 sizes from 1 to 150 ms here (``python -m benchmarks.bench_coldstart``):
+#: within a factor 2.03 of every one (root mean square of the log error 0.22). One price for
+#: every instruction (9 ns before; the best single one, 8 ns: 0.35) was off by up to 3.4x
+#: (mandelbrot's escape-time loop, all arithmetic on locals: its first call on 128 x 128,
+#: 63 ms as Python, was analysed for 23 ms, for nothing), and an earlier estimate per array
+#: element by 2.5 (vadd to gemver).
 INSTRUCTION_S = 3.25e-9
 SUBSCRIPT_S = 32e-9
 CALL_S = 150e-9

@@ -268,6 +268,7 @@ def test_subscripts_and_calls_cost_more_than_arithmetic():
         x = 0.0
         for i in range(n):
             x = A[i]
+        return x
 
     def calls(A, n):
         for i in range(n):
