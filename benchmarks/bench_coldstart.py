@@ -14,7 +14,6 @@ fit best in log (a grid search) with one price for every instruction and with th
 from __future__ import annotations
 
 import copy
-import dis
 import itertools
 import math
 import os
@@ -31,24 +30,14 @@ MEASURED_AT_LEAST_S = 0.5e-3
 
 
 def kind_counts(code) -> list[np.ndarray]:
-    """Per loop depth, the instructions of each kind that ``loop_levels`` prices (an ``if``
-    body's at ``GUARDED_WEIGHT``)."""
-    price = {coldstart.INSTRUCTION_S: 0, coldstart.SUBSCRIPT_S: 1, coldstart.CALL_S: 2}
-    listed = list(dis.get_instructions(code))
-    spans = [(i.offset, i.argval) for i in listed if i.opname == "FOR_ITER"]
-    skipped = [(i.offset, i.argval) for i in listed if "JUMP" in i.opname and "IF" in i.opname
-               and isinstance(i.argval, int) and i.argval > i.offset]
+    """Per loop depth, the instructions of each kind that ``loop_levels`` prices (at their
+    weights: an ``if`` body's at ``GUARDED_WEIGHT``)."""
+    kind = {coldstart.INSTRUCTION_S: 0, coldstart.SUBSCRIPT_S: 1, coldstart.CALL_S: 2}
     levels: list[np.ndarray] = []
-    for start, end in spans:
-        depth = sum(1 for s, e in spans if s <= start < e)
-        inner = [(s, e) for s, e in spans if start < s < end]
+    for depth, ins, weight in coldstart.loop_instructions(code):
         while len(levels) < depth:
             levels.append(np.zeros(len(KINDS)))
-        for ins in listed:
-            if start <= ins.offset < end and not any(s <= ins.offset < e for s, e in inner):
-                weight = coldstart.GUARDED_WEIGHT if any(s < ins.offset < e
-                                                         for s, e in skipped) else 1.0
-                levels[depth - 1][price[coldstart.instruction_s(ins)]] += weight
+        levels[depth - 1][kind[coldstart.instruction_s(ins)]] += weight
     return levels
 
 

@@ -63,7 +63,7 @@ typedef struct {
 } Extents;
 
 /* One value: 0 looked at, 1 not sure (the Python path decides), -1 error. */
-static int look(Gate *g, PyObject *value, Extents *e, PyObject **owned)
+static int look(Gate *g, PyObject *value, Extents *e, PyObject *owned)
 {
     PyTypeObject *kind = Py_TYPE(value);
     if ((PyObject *)kind == g->ndarray) {
@@ -85,7 +85,7 @@ static int look(Gate *g, PyObject *value, Extents *e, PyObject **owned)
                 return 1;
             }
             /* keep a reference in the owned list (shapes are new tuples) */
-            if (PyList_Append(*owned, shape) < 0) {
+            if (PyList_Append(owned, shape) < 0) {
                 Py_DECREF(shape);
                 return -1;
             }
@@ -138,17 +138,16 @@ static int work_hint(Gate *g, PyObject *const *args, Py_ssize_t nargs, PyObject 
         return -1;
     int status = 0;
     for (Py_ssize_t i = 0; i < nargs && status == 0; i++)
-        status = look(g, args[i], &e, &owned);
+        status = look(g, args[i], &e, owned);
     if (status == 0 && attributes != NULL && PyDict_GET_SIZE(attributes) > g->own_attributes) {
         Py_ssize_t pos = 0;
         PyObject *key, *value;
         while (status == 0 && PyDict_Next(attributes, &pos, &key, &value))
-            status = look(g, value, &e, &owned);
+            status = look(g, value, &e, owned);
     }
     if (status != 0)
         goto done;
     /* without an array, the largest int argument is every loop's extent */
-    long long longest[1] = {e.longest};
     Py_ssize_t dims, small_dims;
     if (!e.largest) {
         dims = small_dims = 1;
@@ -169,7 +168,7 @@ static int work_hint(Gate *g, PyObject *const *args, Py_ssize_t nargs, PyObject 
         int multiply = 1;
         if (!e.largest) {
             /* shape == small == (longest,) */
-            factor = longest[0];
+            factor = e.longest;
             if (depth == 0)
                 multiply = 0;
         } else if (depth < dims) {

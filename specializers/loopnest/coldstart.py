@@ -44,7 +44,7 @@ import logging
 import time
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -255,11 +255,11 @@ def instruction_s(ins) -> float:
     return CALL_S if ins.opname == "CALL" else INSTRUCTION_S
 
 
-def loop_levels(code: types.CodeType) -> list[float]:
-    """Per depth of ``for`` loops in ``code`` (1, 2, ...), the interpreter's time for one
-    iteration of the loops at that depth, each loop's own instructions (not those of the loops
-    nested in it: ``instruction_s``), an instruction that a forward conditional jump may skip
-    counting ``GUARDED_WEIGHT``. A ``FOR_ITER`` spans the instructions up to its exit."""
+def loop_instructions(code: types.CodeType) -> Iterator[tuple[int, Any, float]]:
+    """Each bytecode instruction of a ``for`` loop's own body in ``code`` (not those of the
+    loops nested in it), as (the loop's depth: 1, 2, ...; the instruction; its weight: 1, or
+    ``GUARDED_WEIGHT`` where a forward conditional jump may skip it). A ``FOR_ITER`` spans the
+    instructions up to its exit."""
     import dis
 
     listed = list(dis.get_instructions(code))
@@ -268,16 +268,23 @@ def loop_levels(code: types.CodeType) -> list[float]:
     skipped = [(ins.offset, ins.argval) for ins in listed
                if "JUMP" in ins.opname and "IF" in ins.opname and
                isinstance(ins.argval, int) and ins.argval > ins.offset]
-    levels: list[float] = []
     for start, end in spans:
         depth = sum(1 for s, e in spans if s <= start < e)
         inner = [(s, e) for s, e in spans if start < s < end]
-        own = sum(instruction_s(ins) *
-                  (GUARDED_WEIGHT if any(s < ins.offset < e for s, e in skipped) else 1.0)
-                  for ins in listed if start <= ins.offset < end and
-                  not any(s <= ins.offset < e for s, e in inner))
+        for ins in listed:
+            if start <= ins.offset < end and not any(s <= ins.offset < e for s, e in inner):
+                yield depth, ins, (GUARDED_WEIGHT if any(s < ins.offset < e
+                                                         for s, e in skipped) else 1.0)
+
+
+def loop_levels(code: types.CodeType) -> list[float]:
+    """Per depth of ``for`` loops in ``code`` (1, 2, ...), the interpreter's time for one
+    iteration of the loops at that depth: their own instructions' (``loop_instructions``),
+    each at ``instruction_s`` times its weight."""
+    levels: list[float] = []
+    for depth, ins, weight in loop_instructions(code):
         levels.extend([0.0] * (depth - len(levels)))
-        levels[depth - 1] += own
+        levels[depth - 1] += instruction_s(ins) * weight
     return levels
 
 
