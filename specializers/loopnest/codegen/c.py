@@ -41,6 +41,7 @@ from .. import dast as d
 from ..analysis.binding import DIRECT, SHIFTED, BoundAccess
 from ..pretty import expression
 from ..schedule.allen_kennedy import unrolled
+from ..schedule.tiling import triangular, uses
 from ..schedule.tree import SLoop, SStmt, STile, perfect_chain
 from ..typeinfer import Ty, TypeInfo
 from .cexpr import CExpression, c_identifier, check_supported_types, ctype
@@ -471,7 +472,10 @@ class CEmitter:
         (``block_header``)."""
         self.line("{")
         self.depth += 1
-        self.hoist(loop)
+        if self.followed(loop):
+            self.hull(loop)
+        else:
+            self.hoist(loop)
         self.tile_header(loop, node)
         self.depth += 1
         self.tiles.add(loop.lid)
@@ -481,6 +485,37 @@ class CEmitter:
         self.line("}")
         self.depth -= 1
         self.line("}")
+
+    def followed(self, loop: d.Loop) -> tuple[d.Loop, ...]:
+        """The loops of its tiled band that ``loop``'s bounds read (``tiling.triangular``);
+        () for a loop whose range is the same in every block of them."""
+        return triangular(loop, [self.b.loops[lid] for lid in sorted(self.tiles)])
+
+    def corners(self, loop: d.Loop) -> list[str]:
+        """C declarations binding the loops ``loop`` follows (rectangular ones) to each
+        corner of their blocks at hand (the first value and the last one a block may hold,
+        ``asp_end`` less one)."""
+        ends = []
+        for other in self.followed(loop):
+            var = c_identifier(other.var)
+            sign = 1 if self.b.plan.bound.loops[other.lid].step > 0 else -1
+            ends.append((f"const int64_t {var} = asp_tile_{var};",
+                         f"const int64_t {var} = asp_end_{var} - ({sign});"))
+        return [" ".join(corner) for corner in itertools.product(*ends)]
+
+    def hull(self, loop: d.Loop) -> None:
+        """The bounds of a triangular loop's tile loop (``tiling.triangular``), which walks
+        its iterations' numbers (not its values) from 0 to the most iterations it runs at a
+        corner of the blocks it follows."""
+        var = c_identifier(loop.var)
+        start, stop, step, _ = self.bounds(loop)
+        self.line(f"const int64_t asp_lo_{var} = 0, asp_step_{var} = {step};")
+        self.line(f"int64_t asp_hi_{var} = 0;")
+        for corner in self.corners(loop):
+            self.line(f"{{ {corner} const int64_t asp_a = {start}, asp_b = {stop};")
+            self.line(f"  if (asp_b > asp_a && (asp_b - asp_a + asp_step_{var} - 1) / "
+                      f"asp_step_{var} > asp_hi_{var}) asp_hi_{var} = (asp_b - asp_a + "
+                      f"asp_step_{var} - 1) / asp_step_{var}; }}")
 
     def tile_header(self, loop: d.Loop, node: STile) -> None:
         """The ``for`` line over a tiled loop's blocks (its bounds hoisted), and the end of
@@ -540,12 +575,15 @@ class CEmitter:
         A permutable band runs its iterations in any order of its loops; within one
         element's updates, the copies keep the loops' order (jammed iterations go outermost
         first), so each element's sum is Python's, bit for bit."""
-        if JAM < 2 or len(node.body) != 1 or not isinstance(node.body[0], SLoop):
-            return 0
+        if JAM < 2 or len(node.body) != 1 or not isinstance(node.body[0], SLoop) or \
+                self.followed(loop):
+            return 0   # (a triangular loop's blocks start where its range does: not jammed)
         inner = node.body[0]
         if inner.lid not in self.tiles:
             return 0
         last = self._pair(loop, inner)
+        if last is not None and self._follows(last, loop):
+            return 0
         if last is not None:
             copies = JAM * len(last.body)
             for _, _, count in self.jam_stack:
@@ -562,7 +600,8 @@ class CEmitter:
         kid = self.b.loops[inner.lid]
         last = self._pair(kid, inner.body[0]) if isinstance(inner.body[0], SLoop) and \
             inner.body[0].lid in self.tiles else None
-        if last is None or JAM_OUTER * JAM * len(last.body) > JAM_COPIES:
+        if last is None or JAM_OUTER * JAM * len(last.body) > JAM_COPIES or \
+                self._follows(inner, loop) or self._follows(last, loop):
             return 0
         access = self.b.analysis.access
         reused = [acc for child in last.body for acc in access.statement(child.sid).accesses
@@ -575,6 +614,14 @@ class CEmitter:
                          f"{self.b.loops[last.lid].var} too (each {reused[0].array} element "
                          f"read there serves {JAM_OUTER} iterations of {loop.var})")
         return JAM_OUTER
+
+    def _follows(self, node: SLoop, loop: d.Loop) -> bool:
+        """Whether the range of ``node``'s loop reads ``loop``'s variable (a triangle): the
+        jammed copies of ``loop``'s iterations share one run of ``node``'s loop, which would
+        run the range of the first copy for all of them."""
+        inner = self.b.loops[node.lid]
+        return bool(uses(inner.start, {loop.var}) | uses(inner.stop, {loop.var}) |
+                    uses(inner.step, {loop.var}))
 
     def _jam_into(self, last: SLoop) -> None:
         """The jams go into ``last`` (the band's last loop)."""
@@ -646,8 +693,22 @@ class CEmitter:
         self._block(loop, f"asp_tile_{c_identifier(loop.var)}", copies)
 
     def _block(self, loop: d.Loop, start: str, body: Callable[[], None]) -> None:
-        """``loop`` from ``start`` to the end of its block at hand (a tiled loop's)."""
+        """``loop`` from ``start`` to the end of its block at hand (a tiled loop's); a
+        triangular loop (``tiling.triangular``, stepping up) from its iteration ``start`` of
+        its range at these values of the loops it follows, to the block's end or the
+        range's."""
         var = c_identifier(loop.var)
+        if self.followed(loop):   # (its block: iterations [start, asp_end) of its range)
+            first, stop, _, _ = self.bounds(loop)
+            self.line(f"{{ const int64_t asp_a_{var} = {first}, asp_b_{var} = {stop};")
+            self.line(f"for (int64_t {var} = asp_a_{var} + {start} * asp_step_{var}; {var} < "
+                      f"asp_b_{var} && {var} < asp_a_{var} + asp_end_{var} * asp_step_{var}; "
+                      f"{var} += asp_step_{var}) {{")
+            self.depth += 1
+            body()
+            self.depth -= 1
+            self.line("} }")
+            return
         self.line(f"for (int64_t {var} = {start}; {var} {self.bounds(loop)[3]} asp_end_{var}; "
                   f"{var} += asp_step_{var}) {{")
         self.depth += 1

@@ -40,6 +40,7 @@ import re
 from typing import Callable, NamedTuple
 
 from .. import dast as d
+from ..schedule.tiling import triangular
 from ..schedule.tree import SLoop, SStmt, STile, perfect_chain
 from .c import CEmitter, CModuleBuilder
 from .cexpr import c_identifier, ctype
@@ -211,6 +212,12 @@ class OpenMPEmitter(CEmitter):
         self.share -= 1
         self.tiles.discard(loop.lid)
         call = None if clauses else self._outline(loop, node, block)
+        band = [self.b.loops[n.lid] for n in _band_under(node)]
+        if any(triangular(inner, band[:k]) for k, inner in enumerate(band)):
+            # a triangle's blocks hold ever more work (or less): handed out one at a time,
+            # not in equal runs of blocks (of a lower triangle's rows, the second half holds
+            # three quarters of the work)
+            clauses += " schedule(dynamic, 1)"
         self.line("#pragma omp parallel for" + clauses + " num_threads(asp_nthreads)")
         self.tile_header(loop, node)
         self.depth += 1

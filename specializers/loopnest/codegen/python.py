@@ -21,6 +21,7 @@ from asp_core.templates import render
 from .. import dast as d
 from .. import intrinsics
 from ..pretty import PythonExpression
+from ..schedule.tiling import triangular
 from ..schedule.tree import Schedule, SLoop, SStmt, STile
 from .walker import walk
 
@@ -48,6 +49,8 @@ class PythonEmitter:
         self.calls: set[str] = set()
         self.counter = 0
         self.tiles: dict[int, str] = {}   # lid -> the block its open tile loop is at
+        self.open: dict[int, d.Loop] = {}  # lid -> the loop of each open tile loop
+        self.corners: dict[int, str] = {}  # lid -> (first, last) values its block may hold
         self.expr = PythonExpression(name=identifier, call=self._call)
 
     def _call(self, canonical: str) -> str:
@@ -62,20 +65,36 @@ class PythonEmitter:
 
     def tile(self, loop: d.Loop, node: STile, body: Callable[[], None]) -> None:
         """A tile loop (``schedule.tiling``): the loop's range in blocks of ``node.size``, in
-        order; the loop itself runs one block inside (see ``loop``)."""
+        order; the loop itself runs one block inside (see ``loop``). A triangular loop
+        (``tiling.triangular``) walks its iterations' numbers, up to the most it runs at a
+        corner of the blocks it follows, and runs, inside, those of its own range."""
         self.counter += 1
-        blocks = f"__asp_blocks{self.counter}"
-        self.line(f"{blocks} = range({self.text(loop.start)}, {self.text(loop.stop)}, "
-                  f"{self.text(loop.step)})")
-        self.line(f"for __asp_tile{self.counter} in range(0, len({blocks}), {node.size}):")
+        followed = triangular(loop, [self.open[lid] for lid in self.tiles])
+        if followed:   # (blocks of its iterations' numbers, over the most it runs)
+            hull = f"__asp_hull{self.counter}"
+            corners = " ".join(f"for {identifier(o.var)} in {self.corners[o.lid]}"
+                               for o in followed)
+            span = f"range({self.text(loop.start)}, {self.text(loop.stop)}, {self.text(loop.step)})"
+            self.line(f"{hull} = max([len({span}) {corners}])")
+            tile = f"__asp_tile{self.counter}"
+            self.line(f"for {tile} in range(0, {hull}, {node.size}):")
+            self.tiles[loop.lid] = f"{span}[{tile}:{tile} + {node.size}]"
+            self.corners[loop.lid] = "()"   # (followed by none: ``tiling._simple``)
+        else:
+            blocks = f"__asp_blocks{self.counter}"
+            self.line(f"{blocks} = range({self.text(loop.start)}, {self.text(loop.stop)}, "
+                      f"{self.text(loop.step)})")
+            self.line(f"for __asp_tile{self.counter} in range(0, len({blocks}), {node.size}):")
+            self.tiles[loop.lid] = f"{blocks}[__asp_tile{self.counter}:__asp_tile{self.counter} + " \
+                                   f"{node.size}]"
+            self.corners[loop.lid] = f"({self.tiles[loop.lid]}[0], {self.tiles[loop.lid]}[-1])"
         self.depth += 1
-        self.tiles[loop.lid] = f"{blocks}[__asp_tile{self.counter}:__asp_tile{self.counter} + " \
-                               f"{node.size}]"
+        self.open[loop.lid] = loop
         before = len(self.lines)
         body()
         if len(self.lines) == before:
             self.line("pass")
-        del self.tiles[loop.lid]
+        del self.tiles[loop.lid], self.open[loop.lid], self.corners[loop.lid]
         self.depth -= 1
 
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:

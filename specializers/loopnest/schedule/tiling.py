@@ -16,9 +16,11 @@ it), at least two deep, and tiles the first of them, from the outside in, that i
   sink, the blocked order included. A reduction updating one element (``C[i, j] += ...``)
   is such a dependence (``<`` on k), so its updates keep Python's order exactly;
 * **simple**: every loop of the band is far from the ends of int64 (its blocks' ends cannot
-  overflow; it may step down), has no
-  predicate, no scalar reduction and no last-iteration scalar, and its bounds do not depend on
-  the band's other loops (rectangular: triangular bands are not tiled yet);
+  overflow; it may step down), has no predicate, no scalar reduction and no last-iteration
+  scalar; a loop whose bounds read the band's outer loops (a triangle: ``for j in
+  range(i + 1)``, at most ``MAX_FOLLOWED`` of them, none of them triangular itself) steps
+  up, and its step reads none of them. It is tiled by the numbers of its iterations
+  (``triangular``);
 * **worth it**: the arrays the band touches do not fit in half the L2 cache
   (``asp_core.platform.data_caches``), and some loop runs longer than its block.
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .. import dast as d
 from ..analysis.binding import BoundNest
 from ..analysis.graph import DependenceGraph
 from .tree import Schedule, SLoop, SStmt, STile, perfect_chain, statement_ids
@@ -48,6 +51,9 @@ MAX_INNER_BLOCK = 512
 MAX_BLOCK = 256
 #: A band's blocks fill at most this share of the L2 cache.
 L2_SHARE = 0.5
+#: The most loops of its band a triangular loop's bounds may read (its hull is found at the
+#: corners of their blocks: 2 ** MAX_FOLLOWED of them).
+MAX_FOLLOWED = 2
 
 
 @dataclass(frozen=True)
@@ -58,10 +64,14 @@ class TiledBand:
     sizes: tuple[int, ...]
     footprint: int       # bytes a block touches
     why: str
+    follows: tuple[str, ...] = ()   # "j follows i" for each triangular loop (``triangular``)
 
     def describe(self) -> str:
         blocks = " x ".join(f"{v}:{s}" for v, s in zip(self.variables, self.sizes))
-        return f"tiled ({blocks}; a block touches {self.footprint / 1024:.0f} KiB): {self.why}"
+        text = f"tiled ({blocks}; a block touches {self.footprint / 1024:.0f} KiB): {self.why}"
+        if self.follows:
+            text += f" ({'; '.join(self.follows)}: blocks of its iterations' numbers)"
+        return text
 
 
 def tile_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, loops: dict,
@@ -86,8 +96,12 @@ def tile_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, 
             choice = _choose(band, graph, bound, loops, itemsize, l2_bytes, force)
             if choice is not None:
                 sizes, footprint, why = choice
-                tiled.append(TiledBand(tuple(loops[n.lid].var for n in band), sizes,
-                                       footprint, why))
+                variables = [loops[n.lid].var for n in band]
+                follows = tuple(
+                    f"{loops[n.lid].var} follows {', '.join(o.var for o in found)}"
+                    for k, n in enumerate(band)
+                    if (found := triangular(loops[n.lid], [loops[o.lid] for o in band[:k]])))
+                tiled.append(TiledBand(tuple(variables), sizes, footprint, why, follows))
                 return _rebuild(chain[:start], _tiled(band, sizes))
         if shared:
             return node
@@ -146,14 +160,46 @@ def block_sizes(accesses, lids: list[int], budget: int) -> tuple[int, ...]:
 
 def _simple(band: list[SLoop], bound: BoundNest, loops) -> bool:
     lids = {n.lid for n in band}
+    variables = {loops[lid].var for lid in lids}
+    triangles: set[str] = set()
     for node in band:
         b = bound.loops[node.lid]
         if node.reductions or node.lastprivate or loops[node.lid].predicate or b.wide or \
                 b.t_max < 0:
             return False
-        if any(lid in lids for lid, _ in b.start.coeffs + b.extent.coeffs):
-            return False   # triangular within the band
+        loop = loops[node.lid]
+        if uses(loop.step, variables):
+            return False
+        follows = uses(loop.start, variables) | uses(loop.stop, variables)
+        if follows or any(lid in lids for lid, _ in b.start.coeffs + b.extent.coeffs):
+            # triangular within the band (``triangular``): upward only, following only
+            # rectangular loops
+            if b.step <= 0 or not follows or len(follows) > MAX_FOLLOWED or \
+                    follows & triangles:
+                return False
+            triangles.add(loop.var)
     return True
+
+
+def uses(expr, variables: set[str]) -> set[str]:
+    """The names of ``variables`` that ``expr`` (a bound of a loop) reads."""
+    return {node.name for node in expr.walk() if isinstance(node, d.Var)} & variables
+
+
+def triangular(loop, open_loops) -> tuple:
+    """The loops of ``open_loops`` (``dast.Loop``s whose tile loops are open around the tile
+    loop of ``loop``) that ``loop``'s bounds read, in their order: a loop of a tiled band
+    whose range follows the band's outer loops (``for j in range(i + 1)``). Its blocks are
+    blocks of its iterations' numbers, not of its values: the dependence analysis orders
+    iterations by number, and a band permutable in that order runs right in any order of
+    such blocks (numbered from its start, a value ``j`` is a later iteration at one ``i``
+    and an earlier one at the next where the start grows with ``i``). Its tile loop walks
+    the numbers from 0 to the most iterations the loop runs at a corner of the blocks at
+    hand of the loops it follows (its trip count is affine in them, so extreme at a
+    corner), and its block runs those of its own range."""
+    names = uses(loop.start, {o.var for o in open_loops}) | \
+        uses(loop.stop, {o.var for o in open_loops})
+    return tuple(o for o in open_loops if o.var in names)
 
 
 def _permutable(band: list[SLoop], graph: DependenceGraph) -> bool:

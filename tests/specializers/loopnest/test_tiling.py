@@ -43,6 +43,54 @@ class Triangular(LoopKernel):
                 B[i, j] = A[i, j] + A[j, i]
 
 
+class TriangularDown(LoopKernel):
+    """A triangle walked downward: not tiled (triangular loops step up)."""
+
+    def kernel(self, A, B, n):
+        for i in range(n):
+            for j in range(i, -1, -1):
+                B[i, j] = A[i, j] + A[j, i]
+
+
+class Syr2k(LoopKernel):
+    def kernel(self, alpha, A, B, C):
+        n, m = A.shape
+        for i in range(n):
+            for j in range(i + 1):
+                for k in range(m):
+                    C[i, j] += A[j, k] * alpha * B[i, k] + B[j, k] * alpha * A[i, k]
+
+
+class Shifted(LoopKernel):
+    """A gemm whose j loop is numbered from i + k: j follows two loops."""
+
+    def kernel(self, A, B, C, n):
+        for i in range(n):
+            for k in range(n):
+                for j in range(i + k, i + k + n):
+                    C[i, j - i - k] += A[i, k] * B[k, j - i - k]
+
+
+class Skewing(LoopKernel):
+    """j's start falls as i grows: iteration numbers and values order the j loop apart
+    (B[i, j] reads what B[i - 1, j + 1] wrote: (<, =) by number, (<, >) by value). Tiled by
+    number, as it must be, this gives Python's result; blocks of values would not."""
+
+    def kernel(self, B, n):
+        for i in range(1, n):
+            for j in range(n - i, 2 * n - i):
+                B[i, j - n + i] = B[i - 1, j - n + i] * 0.5 + j
+
+
+class Band(LoopKernel):
+    """A band along the diagonal, every second element: both bounds follow i."""
+
+    def kernel(self, A, B, n):
+        for i in range(n):
+            for j in range(i + 1, i + 10, 2):
+                B[i, j - i] = A[i, j - i] * 0.5 + B[i, j - i - 1]
+
+
 class Imperfect(LoopKernel):
     def kernel(self, A, B, n):
         for i in range(n):
@@ -92,12 +140,36 @@ def test_the_blocks_do_not_depend_on_the_size(monkeypatch):
 
 @pytest.mark.parametrize("cls,args", [
     (Skewed, lambda: (np.random.default_rng(2).random((9, 9)), 9)),
-    (Triangular, lambda: (np.random.default_rng(3).random((9, 9)), np.zeros((9, 9)), 9)),
+    (TriangularDown, lambda: (np.random.default_rng(3).random((9, 9)), np.zeros((9, 9)), 9)),
     (Imperfect, lambda: (np.random.default_rng(4).random((9, 9)), np.zeros((9, 9)), 9)),
-], ids=["not permutable", "triangular", "imperfect"])
+], ids=["not permutable", "triangular downward", "imperfect"])
 def test_bands_that_are_not_tiled(cls, args, monkeypatch):
     assert _tiles(cls, args(), monkeypatch, force=2) == ()
     _same_as_python(cls, args(), monkeypatch)
+
+
+def _syr2k_args(n, m=None):
+    rng = np.random.default_rng(6)
+    m = m or n
+    return (1.5, rng.random((n, m)), rng.random((n, m)), rng.random((n, n)))
+
+
+@pytest.mark.parametrize("cls,args", [
+    (Triangular, lambda: (np.random.default_rng(3).random((9, 9)), np.zeros((9, 9)), 9)),
+    (Syr2k, lambda: _syr2k_args(11, 7)),
+    (Shifted, lambda: tuple(np.random.default_rng(7).random((10, 10)) for _ in range(3)) + (10,)),
+    (Band, lambda: (np.random.default_rng(8).random((12, 10)), np.ones((12, 10)), 12)),
+    (Skewing, lambda: (np.random.default_rng(9).random((11, 11)), 11)),
+], ids=["triangle", "syr2k", "shifted", "band", "skewing"])
+@pytest.mark.parametrize("force", [2, 3, 5])
+def test_triangular_bands_are_tiled_over_their_hulls(cls, args, force, monkeypatch):
+    """A band whose inner loops' ranges follow its outer loops is tiled: each block of a
+    triangular loop walks the hull of its ranges, in blocks that divide no range, and runs
+    the values of its own range there; serial C, OpenMP and the order checker (the blocked
+    order, parallel loops shuffled) give Python's result, bit for bit."""
+    (band,) = _tiles(cls, args(), monkeypatch, force=force)
+    assert band.startswith("tiled (") and f":{force}" in band and " follows " in band
+    _same_as_python(cls, args(), monkeypatch, backends=("c", "openmp", "python-shuffled"))
 
 
 def test_a_time_loop_around_a_permutable_band_joins_it(monkeypatch):
@@ -133,10 +205,10 @@ def test_random_affine_nests_tiled(backend, force, seeds, minimum, monkeypatch):
     several arrays) with every permutable band tiled in blocks that divide no range, in
     serial C (OpenMP: bands headed by a parallel top-level loop, its blocks shared) and, where
     it tiled, in the order checker, against the original code; enough of them tiled to mean
-    something (most random nests are triangular, imperfect or not permutable; 7 of the 200
-    are whole bands headed by a parallel loop, as OpenMP tiles them)."""
+    something (most random nests are imperfect or not permutable; 7 of the 200 are whole
+    bands headed by a parallel loop, as OpenMP tiles them), triangular ones among them."""
     monkeypatch.setenv("ASP_TILE", str(force))
-    tiled = 0
+    tiled = triangles = 0
     for seed in range(seeds):
         nest = random_nest(seed)
         Kernel, args = random_kernel(nest)
@@ -148,11 +220,14 @@ def test_random_affine_nests_tiled(backend, force, seeds, minimum, monkeypatch):
             kernel.kernel(*got)
             assert close(got, plain), f"{run}, seed {seed}\n{nest.source}"
             runner = kernel._asp_current.runners[0]
-            if run == backend and not any(getattr(v, "module", None) is not None and
-                                          v.module.tiles for v in runner._executors.values()):
+            bands = [band for v in runner._executors.values()
+                     if getattr(v, "module", None) is not None for band in v.module.tiles]
+            if run == backend and not bands:
                 break
             tiled += run == backend
+            triangles += run == backend and any(" follows " in band for band in bands)
     assert tiled >= minimum, tiled
+    assert triangles >= minimum // 2, triangles   # (triangular bands among them)
 
 
 def test_an_illegal_tiling_is_caught_by_the_order_checker(monkeypatch):
