@@ -133,14 +133,16 @@ def explain_text(kernel: KernelAnalysis, call: KernelCall | None, plans=(), runn
 
 
 def tiles_text(runner, backend: str | None) -> list[str]:
-    """The bands the variant that ran tiled (``schedule.tiling``), with their blocks and why,
+    """The arrays the variant that ran reads through transposed copies (``schedule.packing``),
+    the bands it tiled (``schedule.tiling``), with their blocks and why,
     the loops it unrolled and jammed in their blocks, and the few constant iterations it
     unrolled completely (``codegen.c.CEmitter.pragmas``)."""
     for variant in runner._executors.values():
         module = getattr(variant, "module", None)
         if module is not None and getattr(variant, "backend", backend) == backend and \
-                (getattr(module, "tiles", ()) or getattr(module, "jams", ())):
-            return [f"  {backend}: {text}" for text in module.tiles + module.jams]
+                (getattr(module, "tiles", ()) or getattr(module, "jams", ()) or
+                 getattr(module, "packs", ())):
+            return [f"  {backend}: {text}" for text in module.packs + module.tiles + module.jams]
     return []
 
 

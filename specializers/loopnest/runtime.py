@@ -281,7 +281,7 @@ class NestRunner(Specializer):
 
     def _compiled(self, backend: str, plan, signature, threads: int | None = None) -> Variant:
         from .typeinfer import infer_types
-        from .variants import BeyondInt64, compile_variant
+        from .variants import BeyondInt64, CopyFailed, compile_variant
 
         if backend == "openmp" and forking.openmp_unusable():
             raise BackendUnavailable(forking.openmp_unusable())
@@ -313,8 +313,11 @@ class NestRunner(Specializer):
             self.dump(f"nest{self.analysis.index}.{backend}.c", run.module.source)
             self._dump_plan(plan)
         self._executors.put(memo, run)
-        key, warming = run.module.key, run.warming_up
-        if run.module.beyond_int64 and not self._forced and not self.strict:
+        module, key, warming = run.module, run.module.key, run.warming_up
+        if module.packs:   # (no memory for its copies: the call again, without them)
+            run = exact_on_error(run, (), (CopyFailed,), self.name,
+                                 self._in_order(plan, types, signature))
+        if module.beyond_int64 and not self._forced and not self.strict:
             run = exact_on_error(run, written_positions(self.analysis), (BeyondInt64,),
                                  self.name, notice=self._beyond_int64)
         return Variant(backend, run, key, warming=warming)

@@ -56,6 +56,7 @@ def compile_variant(backend: str, analysis, plan, types, signature, title: str,
                        what=f"the {backend} variant of {title}")
     # (a tiled band runs blocks of the plan's order: never its order, instance for instance)
     in_order = in_source_order(plan.schedule, analysis.sequential) and not module.tiles and \
+        not module.packs and \
         (backend == "c" or not plan.parallel)
     return CompiledVariant(module, loaded, analysis, plan, threads or 0, in_order, signature)
 
@@ -334,6 +335,12 @@ class BeyondInt64(OverflowError):
     forced backend or ``strict=True`` raises this."""
 
 
+class CopyFailed(MemoryError):
+    """The transposed copy of an array a variant reads (``schedule.packing``) could not be
+    allocated, before the nest wrote anything: not an error of the user's code. The call
+    runs again without copies (``runtime``)."""
+
+
 def python_error(err, module: CModule) -> Exception:
     """The Python exception an error record stands for."""
     code = err.code
@@ -363,6 +370,9 @@ def python_error(err, module: CModule) -> Exception:
     if code == 9:
         return OverflowError(f"Python integer {err.value} out of bounds for "
                              f"{_FIT_DTYPES[err.where]}")
+    if code == 10:
+        return CopyFailed(f"no memory for a transposed copy of a {err.value} x {err.extent} "
+                          "array")
     return RuntimeError(f"compiled loop nest reported error code {code}")
 
 

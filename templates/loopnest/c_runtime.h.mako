@@ -44,6 +44,7 @@ pow remainder rint round sin sinh sqrt tan tanh tgamma trunc""".split() %>\
 #else
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #if defined(__CUDACC__) || defined(ASP_CUDA_EMULATION)
@@ -94,7 +95,8 @@ enum {
     ASP_COMPLEX = 6,          /* a Python float power with a complex result              */
     ASP_NAN_TO_INT = 7,       /* ValueError: cannot convert float NaN to integer         */
     ASP_INF_TO_INT = 8,       /* OverflowError: cannot convert float infinity to integer */
-    ASP_INT_BOUNDS = 9        /* OverflowError: Python integer out of bounds for a dtype */
+    ASP_INT_BOUNDS = 9,       /* OverflowError: Python integer out of bounds for a dtype */
+    ASP_NO_MEMORY = 10        /* a transposed copy (schedule.packing) was not allocated  */
 };
 
 typedef struct { int32_t code; int32_t where; int64_t value; int64_t extent; } asp_error;

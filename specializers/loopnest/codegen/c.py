@@ -103,6 +103,8 @@ class CModule:
     tiles: tuple[str, ...] = ()
     #: the loops unrolled and jammed in their blocks, and why (``CEmitter._jams``)
     jams: tuple[str, ...] = ()
+    #: the arrays read through transposed copies, and why (``schedule.packing``)
+    packs: tuple[str, ...] = ()
 
 
 def c_order_accessor(ident: str, ndim: int) -> str:
@@ -120,18 +122,23 @@ def serial_schedule(analysis, plan, itemsize: dict[str, int], shared: bool = Fal
                     force: int | None = None):
     """(the schedule, the tiled bands) compiled C runs for ``plan``: its permutable bands
     tiled for this machine's L2 cache, or in blocks of ``force`` (``ASP_TILE``; 0: none) by
-    ``schedule.tiling``; ``itemsize``: array -> bytes per element; ``shared``: for OpenMP
+    ``schedule.tiling``, after ``schedule.packing`` moved innermost the loops that vectorize
+    once some arrays are read through transposed copies; ``itemsize``: array -> bytes per
+    element; ``shared``: for OpenMP
     (only top-level bands headed by a parallel loop, whose blocks the threads share). The
     runner's memo of compiled variants holds the schedule too: calls whose plans tile
     differently get modules of their own."""
     from asp_core import platform
 
+    from ..schedule.packing import pack_schedule
     from ..schedule.tiling import tile_schedule
 
     sizes = dict(itemsize)
     sizes.update({plan.bound.canonical.get(n, n): w for n, w in itemsize.items()})
     loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
-    return tile_schedule(plan.schedule, plan.graph, plan.bound, loops, sizes,
+    schedule, _ = pack_schedule(plan.schedule, plan.graph, plan.bound, loops, analysis.access,
+                                analysis.names.arrays)
+    return tile_schedule(schedule, plan.graph, plan.bound, loops, sizes,
                          platform.data_caches().l2, force, shared)
 
 
@@ -206,6 +213,18 @@ class CModuleBuilder:
         return self.signature[self.positions[name]]
 
     def accessor(self, name: str) -> str:
+        """``ASP_AT_<ident>(i0, ...)``, the element of array ``name`` at those indices; for an
+        array read through a transposed copy (``schedule.packing``) the copy's, and the
+        array's own as ``ASP_SRC_<ident>`` (which the copy is made from)."""
+        ident = c_identifier(name)
+        if name in self.schedule.packs:
+            own = self._accessor(name).replace(f"#define ASP_AT_{ident}(",
+                                               f"#define ASP_SRC_{ident}(", 1)
+            return (f"{own}\n#define ASP_AT_{ident}(i0, i1) "
+                    f"(asp_pk_{ident}[(i1) * {ident}_n0 + (i0)])")
+        return self._accessor(name)
+
+    def _accessor(self, name: str) -> str:
         sig = self.array_sig(name)
         ident = c_identifier(name)
         indices = [f"i{k}" for k in range(sig.ndim)]
@@ -329,8 +348,45 @@ class CModuleBuilder:
         args.append(Argument("threads"))
         return params, args
 
+    def packs(self) -> list[str]:
+        """The transposed copies of the arrays the schedule packs (``schedule.packing``),
+        made before the nest runs in blocks of 32 x 32 elements (both arrays' lines in the
+        cache; the OpenMP variant's threads share the blocks' rows), and freed at its end;
+        where one cannot be allocated, ``ASP_NO_MEMORY`` before anything is written."""
+        lines = []
+        for name in self.schedule.packs:
+            ident = c_identifier(name)
+            ty = ctype(self.types.arrays[name])
+            lines += [
+                f"asp_pk_{ident} = malloc((size_t){ident}_n0 * (size_t){ident}_n1 * "
+                f"sizeof({ty}) + 1);",
+                f"if (!asp_pk_{ident}) {{ asp_fail(asp_err, ASP_NO_MEMORY, 0, {ident}_n0, "
+                f"{ident}_n1); goto asp_stop; }}",
+                *(["#pragma omp parallel for num_threads(asp_nthreads)"]
+                  if self.variant == "openmp" else []),
+                f"for (int64_t asp_r = 0; asp_r < {ident}_n0; asp_r += 32)",
+                f"    for (int64_t asp_c = 0; asp_c < {ident}_n1; asp_c += 32)",
+                f"        for (int64_t asp_x = asp_r; asp_x < asp_r + 32 && asp_x < {ident}_n0; "
+                f"asp_x++)",
+                f"            for (int64_t asp_y = asp_c; asp_y < asp_c + 32 && asp_y < "
+                f"{ident}_n1; asp_y++)",
+                f"                asp_pk_{ident}[asp_y * {ident}_n0 + asp_x] = "
+                f"ASP_SRC_{ident}(asp_x, asp_y);"]
+        if lines:
+            self.stops = True
+        return lines
+
+    def pack_notes(self) -> tuple[str, ...]:
+        if not self.schedule.packs:
+            return ()
+        return (f"{', '.join(self.schedule.packs)} read through transposed copies (made once "
+                "per call), so that the innermost loop walks every array with unit stride and "
+                "vectorizes",)
+
     def prologue(self) -> list[str]:
         lines = ["(void)asp_threads;"]
+        for name in self.schedule.packs:   # (declared first: the copies may jump to asp_stop)
+            lines.append(f"{ctype(self.types.arrays[name])} *asp_pk_{c_identifier(name)} = NULL;")
         for name in self.names.scalars + self.names.temps:
             ty = self.types.variables[name]
             ident = c_identifier(name)
@@ -367,11 +423,13 @@ class CModuleBuilder:
             walk(self.schedule, self.analysis.nest, emitter)
         params, arguments = self.arguments()
         fields, epilogue, outputs = self.outputs()
+        epilogue += [f"free(asp_pk_{c_identifier(name)});" for name in self.schedule.packs]
         header = f"{self.variant} variant of {self.title}"
         source = render("loopnest/c_module.c.mako", header=header, variant=self.variant, key=key,
                         entry=entry, out_type=out_type, out_fields=fields, params=params,
                         accessors=[self.accessor(a) for a in self.names.arrays],
-                        prologue=self.prologue() + emitter.prologue(), body=emitter.lines,
+                        prologue=self.prologue() + emitter.prologue() + self.packs(),
+                        body=emitter.lines,
                         functions=getattr(emitter, "outlined", []),
                         stops=self.stops, epilogue=epilogue,
                         simd_functions=sorted(self.expr.simd_functions))
@@ -384,7 +442,8 @@ class CModuleBuilder:
         return CModule(source, cdef, entry, key, tuple(arguments), tuple(outputs),
                        tuple(self.error_sites), self.variant == "openmp", can_fail, beyond,
                        packed, tuple(band.describe() for band in self.tiled),
-                       tuple(dict.fromkeys(emitter.jams + emitter.unrolled_notes())))
+                       tuple(dict.fromkeys(emitter.jams + emitter.unrolled_notes())),
+                       self.pack_notes())
 
     @staticmethod
     def cdef(entry: str, out_type: str, params: list[str], fields: list[str]) -> str:
@@ -683,16 +742,16 @@ class CEmitter:
                 self.depth -= 1
                 self.line("}")
 
-        if self.jam_ivdep:
-            # Its arrays share no memory (the pointers are ``restrict``), so no iteration
-            # depends on another: said again to GCC, which does not carry ``restrict`` into
-            # an OpenMP region's outlined function and gives up versioning the loop for
-            # aliasing past 10 pairs of accesses (the eight copies of gemm's register block:
-            # not vectorized, 12 GFLOP/s on two threads against 27 on one).
-            self.line("#pragma GCC ivdep")
-        self._block(loop, f"asp_tile_{c_identifier(loop.var)}", copies)
+        # Where its arrays share no memory (the pointers are ``restrict``: ``jam_ivdep``), no
+        # iteration depends on another: said again to GCC, which does not carry ``restrict``
+        # into an OpenMP region's outlined function and gives up versioning the loop for
+        # aliasing past 10 pairs of accesses (the eight copies of gemm's register block: not
+        # vectorized, 12 GFLOP/s on two threads against 27 on one).
+        self._block(loop, f"asp_tile_{c_identifier(loop.var)}", copies,
+                    "#pragma GCC ivdep" if self.jam_ivdep else None)
 
-    def _block(self, loop: d.Loop, start: str, body: Callable[[], None]) -> None:
+    def _block(self, loop: d.Loop, start: str, body: Callable[[], None],
+               pragma: str | None = None) -> None:
         """``loop`` from ``start`` to the end of its block at hand (a tiled loop's); a
         triangular loop (``tiling.triangular``, stepping up) from its iteration ``start`` of
         its range at these values of the loops it follows, to the block's end or the
@@ -700,15 +759,21 @@ class CEmitter:
         var = c_identifier(loop.var)
         if self.followed(loop):   # (its block: iterations [start, asp_end) of its range)
             first, stop, _, _ = self.bounds(loop)
-            self.line(f"{{ const int64_t asp_a_{var} = {first}, asp_b_{var} = {stop};")
+            self.line(f"{{ const int64_t asp_a_{var} = {first}, asp_b_{var} = {stop}, "
+                      f"asp_e_{var} = asp_a_{var} + asp_end_{var} * asp_step_{var} < "
+                      f"asp_b_{var} ? asp_a_{var} + asp_end_{var} * asp_step_{var} : "
+                      f"asp_b_{var};")
+            if pragma:
+                self.line(pragma)
             self.line(f"for (int64_t {var} = asp_a_{var} + {start} * asp_step_{var}; {var} < "
-                      f"asp_b_{var} && {var} < asp_a_{var} + asp_end_{var} * asp_step_{var}; "
-                      f"{var} += asp_step_{var}) {{")
+                      f"asp_e_{var}; {var} += asp_step_{var}) {{")
             self.depth += 1
             body()
             self.depth -= 1
             self.line("} }")
             return
+        if pragma:
+            self.line(pragma)
         self.line(f"for (int64_t {var} = {start}; {var} {self.bounds(loop)[3]} asp_end_{var}; "
                   f"{var} += asp_step_{var}) {{")
         self.depth += 1

@@ -254,6 +254,9 @@ class OpenMPEmitter(CEmitter):
         parameters (the error record where ``used`` has it) and ``own``; the call of it."""
         params = [p for p in self.b.arguments()[0] if not p.endswith(" asp_threads")]
         params += ["asp_error * asp_err"] * ("asp_err" in used) + own
+        params += [f"const {ctype(self.b.types.arrays[name])} * restrict asp_pk_{ident}"
+                   for name in self.b.schedule.packs
+                   if f"ASP_AT_{(ident := c_identifier(name))}" in used]  # (the copies)
         name = f"asp_block_{len(self.outlined)}"
         self.outlined += [f"static void {name}({', '.join(params)}) {{",
                           *(f"    {line}" for line in block), "}", ""]

@@ -110,7 +110,7 @@ def tile_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, 
     root = tuple(visit(node) for node in schedule.root)
     if not tiled:
         return schedule, ()
-    return Schedule(root, schedule.statements), tuple(tiled)
+    return replace(schedule, root=root), tuple(tiled)
 
 
 def _choose(band: list[SLoop], graph, bound: BoundNest, loops, itemsize, l2_bytes: int,

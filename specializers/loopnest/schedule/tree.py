@@ -60,6 +60,8 @@ class StatementSchedule(Node):
 class Schedule(Node):
     root: tuple[SLoop | SStmt | STile, ...]
     statements: tuple[StatementSchedule, ...]
+    #: arrays compiled code reads through a transposed copy (``schedule.packing``)
+    packs: tuple[str, ...] = ()
 
     def of(self, sid: int) -> StatementSchedule:
         return self.statements[sid]
