@@ -377,11 +377,16 @@ class CModuleBuilder:
         return lines
 
     def pack_notes(self) -> tuple[str, ...]:
-        if not self.schedule.packs:
-            return ()
-        return (f"{', '.join(self.schedule.packs)} read through transposed copies (made once "
-                "per call), so that the innermost loop walks every array with unit stride and "
-                "vectorizes",)
+        """What ``schedule.packing`` did, for ``explain()`` (and ``in_order``: a loop moved
+        innermost runs another order than the plan's)."""
+        notes = []
+        if self.schedule.moved:
+            notes.append(f"{', '.join(self.schedule.moved)} moved innermost in its band, which "
+                         "then walks every array with unit stride (or not at all) and vectorizes")
+        if self.schedule.packs:
+            notes.append(f"{', '.join(self.schedule.packs)} read through transposed copies "
+                         "(made once per call)")
+        return tuple(notes)
 
     def prologue(self) -> list[str]:
         lines = ["(void)asp_threads;"]
@@ -641,7 +646,7 @@ class CEmitter:
         if inner.lid not in self.tiles:
             return 0
         last = self._pair(loop, inner)
-        if last is not None and self._follows(last, loop):
+        if last is not None and self._unjammable(last, loop):
             return 0
         if last is not None:
             copies = JAM * len(last.body)
@@ -660,7 +665,7 @@ class CEmitter:
         last = self._pair(kid, inner.body[0]) if isinstance(inner.body[0], SLoop) and \
             inner.body[0].lid in self.tiles else None
         if last is None or JAM_OUTER * JAM * len(last.body) > JAM_COPIES or \
-                self._follows(inner, loop) or self._follows(last, loop):
+                self._follows(inner, loop) or self._unjammable(last, loop):
             return 0
         access = self.b.analysis.access
         reused = [acc for child in last.body for acc in access.statement(child.sid).accesses
@@ -681,6 +686,16 @@ class CEmitter:
         inner = self.b.loops[node.lid]
         return bool(uses(inner.start, {loop.var}) | uses(inner.stop, {loop.var}) |
                     uses(inner.step, {loop.var}))
+
+    def _unjammable(self, last: SLoop, loop: d.Loop) -> bool:
+        """Whether the band's last loop ``last`` cannot take jammed copies of ``loop``'s
+        iterations: its start or step reads ``loop`` (the copies' ranges would start apart),
+        or its end does and it is not a triangular loop of its band (whose block each copy
+        runs to its own end: ``_ragged_block``)."""
+        inner = self.b.loops[last.lid]
+        if uses(inner.start, {loop.var}) or uses(inner.step, {loop.var}):
+            return True
+        return bool(uses(inner.stop, {loop.var})) and not self.followed(inner)
 
     def _jam_into(self, last: SLoop) -> None:
         """The jams go into ``last`` (the band's last loop)."""
@@ -731,8 +746,12 @@ class CEmitter:
         (each element's updates in the loops' order)."""
         stack = list(self.jam_stack)
 
-        def copies() -> None:
+        def copies(fixed: dict[str, int] | None = None) -> None:
+            """The copies (those with the values ``fixed`` of some jammed loops' copies)."""
             for values in itertools.product(*(range(count) for _, _, count in stack)):
+                if fixed and any(fixed.get(var, value) != value
+                                 for (var, _, _), value in zip(stack, values)):
+                    continue
                 bound = " ".join(f"const int64_t {c_identifier(var)} = {jam} + {value} * "
                                  f"asp_step_{c_identifier(var)};"
                                  for (var, jam, _), value in zip(stack, values))
@@ -742,6 +761,11 @@ class CEmitter:
                 self.depth -= 1
                 self.line("}")
 
+        ends = [entry for entry in stack if uses(loop.stop, {entry[0]})] \
+            if self.followed(loop) else []
+        if ends:
+            self._ragged_block(loop, stack, ends, copies)
+            return
         # Where its arrays share no memory (the pointers are ``restrict``: ``jam_ivdep``), no
         # iteration depends on another: said again to GCC, which does not carry ``restrict``
         # into an OpenMP region's outlined function and gives up versioning the loop for
@@ -749,6 +773,49 @@ class CEmitter:
         # vectorized, 12 GFLOP/s on two threads against 27 on one).
         self._block(loop, f"asp_tile_{c_identifier(loop.var)}", copies,
                     "#pragma GCC ivdep" if self.jam_ivdep else None)
+
+    def _ragged_block(self, loop: d.Loop, stack, ends, copies) -> None:
+        """The block of a triangular last loop whose end follows jammed loops (``ends``, of
+        ``stack``; ``_jams``: its start does not): each copy runs its own part of the loop's
+        range in the block. Every copy runs the part they share, together, then each copy
+        its own rest, in the jammed loops' order: all of them from the same first value (the
+        start is the same for all), so that the values left to each copy come after those
+        run with all, as a permutable band allows, and each element's updates keep the
+        loops' order."""
+        var = c_identifier(loop.var)
+        first, stop, _, _ = self.bounds(loop)
+        self.line(f"{{ const int64_t asp_a_{var} = {first}, asp_e_{var} = asp_a_{var} + "
+                  f"asp_end_{var} * asp_step_{var};")
+        self.line(f"int64_t asp_c_{var} = asp_e_{var};   /* the end all copies share */")
+        combos = list(itertools.product(*(range(count) for _, _, count in ends)))
+        for values in combos:
+            bound = " ".join(f"const int64_t {c_identifier(v)} = {jam} + {value} * "
+                             f"asp_step_{c_identifier(v)};" for (v, jam, _), value in
+                             zip(ends, values))
+            self.line(f"{{ {bound} const int64_t asp_b = {stop}; if (asp_b < asp_c_{var}) "
+                      f"asp_c_{var} = asp_b; }}")
+        self.line(f"int64_t {var} = asp_a_{var} + asp_tile_{var} * asp_step_{var};")
+        if self.jam_ivdep:
+            self.line("#pragma GCC ivdep")
+        self.line(f"for (; {var} < asp_c_{var}; {var} += asp_step_{var}) {{")
+        self.depth += 1
+        copies()
+        self.depth -= 1
+        self.line("}")
+        self.line(f"const int64_t asp_r_{var} = {var};   /* where each copy's rest starts */")
+        for values in combos:
+            bound = " ".join(f"const int64_t {c_identifier(v)} = {jam} + {value} * "
+                             f"asp_step_{c_identifier(v)};" for (v, jam, _), value in
+                             zip(ends, values))
+            self.line(f"{{ {bound} const int64_t asp_b = {stop}, asp_f = asp_b < asp_e_{var} ? "
+                      f"asp_b : asp_e_{var};")
+            self.line(f"for (int64_t {var} = asp_r_{var}; {var} < asp_f; {var} += "
+                      f"asp_step_{var}) {{")
+            self.depth += 1
+            copies({v: value for (v, _, _), value in zip(ends, values)})
+            self.depth -= 1
+            self.line("} }")
+        self.line("}")
 
     def _block(self, loop: d.Loop, start: str, body: Callable[[], None],
                pragma: str | None = None) -> None:

@@ -21,7 +21,9 @@ out) moves such a loop innermost in a band and records the arrays to copy
 * every access of the band's statements that moves with that loop has it in the last
   subscript only, with coefficient 1, or is a read of a **two-dimensional array the nest never
   writes** (no array written shares its memory), with the loop in the first subscript only,
-  coefficient 1: those are packed. There is one at least;
+  coefficient 1: those are packed (there may be none: the plan's interchange
+  (``allen_kennedy._with_locality``) leaves triangular bands as written, and counts unit
+  strides, not whether the loop vectorizes);
 * the copies pay: they hold at most ``PACK_LIMIT`` bytes, and the band runs at least
   ``PACK_REUSE`` iterations per element copied.
 
@@ -53,8 +55,11 @@ class Packing:
     arrays: tuple[str, ...]
 
     def describe(self) -> str:
-        return (f"{self.variable} moved innermost to vectorize, reading "
-                f"{', '.join(self.arrays)} through transposed copies (made once per call)")
+        text = f"{self.variable} moved innermost to vectorize"
+        if self.arrays:
+            text += (f", reading {', '.join(self.arrays)} through transposed copies (made once "
+                     "per call)")
+        return text
 
 
 def pack_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, loops: dict,
@@ -86,7 +91,8 @@ def pack_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, 
     if not packed:
         return schedule, ()
     names = tuple(sorted({a for p in packed for a in p.arrays} | set(schedule.packs)))
-    return Schedule(root, schedule.statements, names), tuple(packed)
+    moved = schedule.moved + tuple(p.variable for p in packed)
+    return Schedule(root, schedule.statements, names, moved), tuple(packed)
 
 
 def _choose(chain: list[SLoop], graph, bound: BoundNest, loops, access, shapes, written,
@@ -106,7 +112,7 @@ def _choose(chain: list[SLoop], graph, bound: BoundNest, loops, access, shapes, 
                | uses(loops[inner.lid].step, {loop.var}) for inner in chain[position + 1:]):
             continue
         arrays = _packable(loop.var, sids, access, written, shapes, bound.canonical)
-        if not arrays:
+        if arrays is None:
             continue
         cells = sum(math.prod(shapes[a]) for a in arrays)
         size = sum(math.prod(shapes[a]) * 8 for a in arrays)   # (at most 8 bytes an element)
@@ -120,9 +126,10 @@ def _choose(chain: list[SLoop], graph, bound: BoundNest, loops, access, shapes, 
 
 
 def _packable(var: str, sids, access, written: set[str], shapes,
-              canonical) -> tuple[str, ...]:
+              canonical) -> tuple[str, ...] | None:
     """The arrays to read through transposed copies for ``var`` to walk every access of the
-    statements ``sids`` with unit stride (or not move them); () where it cannot."""
+    statements ``sids`` with unit stride (or not move them: () if none is needed); None
+    where it cannot."""
     packs: set[str] = set()
     for sid in sids:
         for acc in access.statement(sid).accesses:
@@ -131,7 +138,7 @@ def _packable(var: str, sids, access, written: set[str], shapes,
             if not moving:
                 continue
             if any(s is None for s in subs):
-                return ()
+                return None
             if moving == [len(subs) - 1] and subs[-1].coeff(var).constant == 1:
                 continue   # unit stride already
             if not acc.write and len(subs) == 2 and moving == [0] and \
@@ -140,7 +147,7 @@ def _packable(var: str, sids, access, written: set[str], shapes,
                     len(shapes.get(acc.array, ())) == 2:
                 packs.add(acc.array)
                 continue
-            return ()
+            return None
     return tuple(sorted(packs))
 
 

@@ -62,6 +62,8 @@ class Schedule(Node):
     statements: tuple[StatementSchedule, ...]
     #: arrays compiled code reads through a transposed copy (``schedule.packing``)
     packs: tuple[str, ...] = ()
+    #: loops ``schedule.packing`` moved innermost in their bands (to vectorize)
+    moved: tuple[str, ...] = ()
 
     def of(self, sid: int) -> StatementSchedule:
         return self.statements[sid]

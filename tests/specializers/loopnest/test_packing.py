@@ -92,7 +92,9 @@ def test_syr2k_reads_its_operands_transposed_and_sums_in_pythons_order(backend, 
                                                                        monkeypatch):
     kernel = _same_as_python(Syr2k, _syr2k(70, 41), backend, monkeypatch, tile)
     module = _module(kernel)
-    assert module.packs and module.packs[0].startswith("A, B read through transposed copies")
+    assert module.packs == ("j moved innermost in its band, which then walks every array with "
+                            "unit stride (or not at all) and vectorizes",
+                            "A, B read through transposed copies (made once per call)")
     assert "asp_pk_A" in module.source and "free(asp_pk_A)" in module.source
     assert "A, B read through transposed copies" in str(kernel.explain(*_syr2k(70, 41)))
     if tile:
@@ -230,3 +232,45 @@ def test_the_copies_stay_under_their_limit(monkeypatch):
     monkeypatch.setattr(packing, "PACK_LIMIT", 70 * 41 * 8)   # room for A, not for B too
     kernel = _same_as_python(Syr2k, _syr2k(70, 41), "c", monkeypatch)
     assert not _module(kernel).packs
+
+
+def ragged_source(rng) -> str:
+    """A contraction whose band ends in a loop running to a bound that follows the band's
+    first loop (``for q in range(lo, p + c, step)``), summed over the middle loop: the kind
+    whose blocks jam copies of the first loop's iterations, each to its own end."""
+    p, s, q = "i", "k", "j"
+    lo = int(rng.integers(0, 3))
+    end = f"{p} + {int(rng.integers(1, 4))}" if rng.random() < 0.7 else f"2 * {p} + 1"
+    step = int(rng.integers(1, 3))
+    transposed = rng.random() < 0.7
+    a = f"A[{q}, {s}]" if transposed else f"A[{s}, {q}]"
+    b = f"B[{p}, {s}]" if rng.random() < 0.5 else f"B[{s}, {p}]"
+    return transposed, "\n".join([
+        "from specializers.loopnest import LoopKernel", "", "",
+        "class Kernel(LoopKernel):", "    def kernel(self, A, B, C, n):",
+        f"        for {p} in range(n):",
+        f"            for {s} in range(n):",
+        f"                for {q} in range({lo}, {end}, {step}):",
+        f"                    C[{p}, {q}] += {a} * 0.5 + {b} * {a}"]) + "\n"
+
+
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+def test_jammed_copies_run_to_their_own_ends(backend, monkeypatch):
+    """Random bands ending in a loop whose end follows the first loop, tiled in blocks of 3
+    to 9, the first loop's iterations jammed (each copy runs the values all share, then its
+    own rest): bit for bit Python's result, and the ragged blocks were made."""
+    rng = np.random.default_rng(12)
+    ragged = 0
+    cases = 16
+    for _ in range(cases):
+        transposed, source = ragged_source(rng)
+        Kernel = load_source(source)
+        n = int(rng.integers(40, 56))
+        wide = 2 * n + 4
+        args = [rng.random((wide, n) if transposed else (n, wide)), rng.random((n, n)),
+                rng.random((n, wide)), n]
+        tile = int(rng.integers(3, 10))
+        kernel = _same_as_python(Kernel, args, backend, monkeypatch, tile)
+        ragged += "the end all copies share" in _module(kernel).source
+        _same_as_python(Kernel, args, "python-shuffled", monkeypatch, tile)
+    assert ragged >= cases // 2, ragged
