@@ -12,20 +12,23 @@ order (a copy holds the same values: the products round as before).
 
 ``pack_schedule`` (pure: a schedule, its dependence graph, binding and accesses in; a schedule
 out) moves such a loop innermost in a band and records the arrays to copy
-(``Schedule.packs``), where
+(``Schedule.packs``); a band whose innermost loop vectorizes already but reads some arrays by
+column through it (PolyBench's own syr2k runs ``k`` then ``j`` under each ``i``) keeps its
+order and reads those through copies. Where
 
 * the band is **fully permutable** (``tiling._permutable``: any order of its loops is legal),
   its innermost loop carries a dependence (else it vectorizes as it is), and the loop moved
-  (not the band's first: OpenMP shares that one) carries none and has no scalar to reduce,
-  keep private or leave last; no loop it moves inside reads it in its bounds;
+  (not the first of a band that heads a nest: OpenMP shares that one) carries none and has no
+  scalar to reduce, keep private or leave last; no loop it moves inside reads it in its
+  bounds;
 * every access of the band's statements that moves with that loop has it in the last
   subscript only, with coefficient 1, or is a read of a **two-dimensional array the nest never
   writes** (no array written shares its memory), with the loop in the first subscript only,
   coefficient 1: those are packed (there may be none: the plan's interchange
   (``allen_kennedy._with_locality``) leaves triangular bands as written, and counts unit
   strides, not whether the loop vectorizes);
-* the copies pay: they hold at most ``PACK_LIMIT`` bytes, and the band runs at least
-  ``PACK_REUSE`` iterations per element copied.
+* the copies pay: they hold at most ``PACK_LIMIT`` bytes, and the band (with the loops around
+  it) runs at least ``PACK_REUSE`` iterations per element copied.
 
 The copies are made once per call, before the nest runs (``codegen.c``); the plain-Python
 executors read the arrays themselves (the same values) in the same order.
@@ -53,13 +56,7 @@ class Packing:
 
     variable: str
     arrays: tuple[str, ...]
-
-    def describe(self) -> str:
-        text = f"{self.variable} moved innermost to vectorize"
-        if self.arrays:
-            text += (f", reading {', '.join(self.arrays)} through transposed copies (made once "
-                     "per call)")
-        return text
+    moved: bool = True    # False: the loop was innermost already (only the copies are new)
 
 
 def pack_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, loops: dict,
@@ -76,33 +73,44 @@ def pack_schedule(schedule: Schedule, graph: DependenceGraph, bound: BoundNest, 
     packed: list[Packing] = []
     budget = [PACK_LIMIT]
 
-    def visit(node):
+    def visit(node, top: bool):
         if isinstance(node, SStmt):
             return node
         chain = perfect_chain(node)
-        found = _choose(chain, graph, bound, loops, access, shapes, written, budget)
+        found = _choose(chain, graph, bound, loops, access, shapes, written, budget, top)
         if found is not None:
             order, packing = found
             packed.append(packing)
             return _rebuild(order, chain[-1].body)
-        return replace(node, body=tuple(visit(c) for c in node.body))
+        return replace(node, body=tuple(visit(c, False) for c in node.body))
 
-    root = tuple(visit(node) for node in schedule.root)
+    root = tuple(visit(node, True) for node in schedule.root)
     if not packed:
         return schedule, ()
     names = tuple(sorted({a for p in packed for a in p.arrays} | set(schedule.packs)))
-    moved = schedule.moved + tuple(p.variable for p in packed)
+    moved = schedule.moved + tuple(p.variable for p in packed if p.moved)
     return Schedule(root, schedule.statements, names, moved), tuple(packed)
 
 
 def _choose(chain: list[SLoop], graph, bound: BoundNest, loops, access, shapes, written,
-            budget: list[int]) -> tuple[list[SLoop], Packing] | None:
-    if len(chain) < 2 or chain[-1].parallel or \
-            not all(isinstance(c, SStmt) for c in chain[-1].body) or \
-            not _permutable(chain, graph):
+            budget: list[int], top: bool) -> tuple[list[SLoop], Packing] | None:
+    """(the band's loops in their new order, what was packed) for the band ``chain``, or
+    None; ``top``: the band heads a nest (its first loop stays: OpenMP shares it)."""
+    if not all(isinstance(c, SStmt) for c in chain[-1].body):
         return None
     sids = statement_ids(chain[-1])
-    for position in range(1, len(chain) - 1):
+    if chain[-1].parallel:   # it vectorizes where it is: copies for what it reads by column
+        node = chain[-1]
+        loop = loops[node.lid]
+        if node.reductions or node.private or node.lastprivate or loop.predicate:
+            return None
+        arrays = _packable(loop.var, sids, access, written, shapes, bound.canonical)
+        if not arrays or not _pays(arrays, chain, bound, shapes, budget):
+            return None
+        return chain, Packing(loop.var, arrays, moved=False)
+    if len(chain) < 2 or not _permutable(chain, graph):
+        return None
+    for position in range(1 if top else 0, len(chain) - 1):
         node = chain[position]
         loop = loops[node.lid]
         if not node.parallel or node.reductions or node.private or node.lastprivate or \
@@ -112,17 +120,29 @@ def _choose(chain: list[SLoop], graph, bound: BoundNest, loops, access, shapes, 
                | uses(loops[inner.lid].step, {loop.var}) for inner in chain[position + 1:]):
             continue
         arrays = _packable(loop.var, sids, access, written, shapes, bound.canonical)
-        if arrays is None:
+        if arrays is None or not _pays(arrays, chain, bound, shapes, budget):
             continue
-        cells = sum(math.prod(shapes[a]) for a in arrays)
-        size = sum(math.prod(shapes[a]) * 8 for a in arrays)   # (at most 8 bytes an element)
-        work = math.prod(max(bound.loops[n.lid].t_max + 1, 0) for n in chain)
-        if size > budget[0] or work < PACK_REUSE * cells:
-            continue
-        budget[0] -= size
         order = chain[:position] + chain[position + 1:] + [node]
         return order, Packing(loop.var, arrays)
     return None
+
+
+def _pays(arrays, chain: list[SLoop], bound: BoundNest, shapes, budget: list[int]) -> bool:
+    """Whether copies of ``arrays`` fit what is left of the budget (which they then take)
+    and the band runs ``PACK_REUSE`` iterations per element copied (its loops' and the
+    enclosing loops' most iterations: each copy is made once per call)."""
+    cells = sum(math.prod(shapes[a]) for a in arrays)
+    size = cells * 8   # (at most 8 bytes an element)
+    lids = [n.lid for n in chain]
+    parent = bound.loops[lids[0]].parent
+    while parent >= 0:
+        lids.append(parent)
+        parent = bound.loops[parent].parent
+    work = math.prod(max(bound.loops[lid].t_max + 1, 0) for lid in lids)
+    if size > budget[0] or work < PACK_REUSE * cells:
+        return False
+    budget[0] -= size
+    return True
 
 
 def _packable(var: str, sids, access, written: set[str], shapes,

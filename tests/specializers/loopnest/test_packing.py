@@ -123,6 +123,21 @@ def test_the_packed_loop_is_vectorized(monkeypatch, tmp_path):
     assert any("for (int64_t j = " in lines[n - 1] for n in vectorized), out.stderr
 
 
+@pytest.mark.parametrize("backend", ["c", "openmp", "python-shuffled"])
+def test_polybench_syr2k_keeps_its_order_and_reads_copies(backend, monkeypatch):
+    """The example's syr2k (PolyBench's form: under each i, C's row scaled, then k and j;
+    the plan runs j outside k there, to share it): j moves innermost again, now reading
+    A[j, k] and B[j, k] through copies."""
+    from examples.syr2k import Syr2k as Example
+
+    rng = np.random.default_rng(5)
+    args = [1.5, 1.2, rng.random((70, 70)), rng.random((70, 41)), rng.random((70, 41))]
+    kernel = _same_as_python(Example, args, backend, monkeypatch, 6)
+    if backend != "python-shuffled":
+        assert _module(kernel).packs[1:] == ("A, B read through transposed copies (made once "
+                                             "per call)",)
+
+
 @pytest.mark.parametrize("cls,args", [
     (WritesItsOperand, lambda: [np.random.default_rng(1).random((40, 40)), np.zeros((40, 40)), 40]),
     (Strided, lambda: [np.random.default_rng(2).random((80, 40)), np.zeros((40, 40)), 40]),
