@@ -1,8 +1,10 @@
 """Peak floating-point rate of dense kernels written as plain loops: gemm, syr2k and conv-2d in
 GFLOP/s, against OpenBLAS (through NumPy) and Numba, at n = 250..4000.
 
-Each kernel is a ``LoopKernel`` written as its users write it (gemm in i-j-k order, PolyBench's
-syr2k on the lower triangle, a 5 x 5 'valid' 2-D correlation), float64. Side by side in one run,
+Each kernel is a ``LoopKernel`` written as its users write it (gemm in i-j-k order, syr2k on
+the lower triangle summed along k innermost, a 5 x 5 'valid' 2-D correlation, and the
+examples' own gemm, k outermost, and PolyBench's syr2k, each row scaled before its updates:
+``gemm-example``, ``syr2k-example``), float64. Side by side in one run,
 for each size, in interleaved rounds (the machine is shared and noisy; each figure is the best
 of ``--rounds`` calls):
 
@@ -30,10 +32,10 @@ and to parallel Numba. Every column uses the flop count of the loops as written,
 GFLOP/s figure is an inverse time (the BLAS formulation of syr2k does other work).
 
     python -m benchmarks.bench_peak [--quick] [--sizes 250,500] [--rounds 3] [--cap 20]
-                                    [--kernels gemm,syr2k,conv2d] [--out FILE]
+                                    [--kernels gemm,syr2k,conv2d,...] [--out FILE]
 
 Default sizes: 250, 500, 1000, 2000, 4000 for gemm and syr2k, 1000, 2000, 4000, 8000 for
-conv-2d; ``--quick``: gemm and syr2k at 250 and 500, conv-2d at 500 and 1000, one round (under
+conv-2d, 250, 1000, 2000 for the examples; ``--quick``: gemm and syr2k at 250 and 500, conv-2d at 500 and 1000, one round (under
 2 minutes). The figures of a full run belong in ``benchmarks/results/peak.txt``, with the load
 average the header prints (``--out benchmarks/results/peak.txt``).
 """
@@ -53,6 +55,8 @@ from typing import Any, Callable
 import numpy as np
 
 from asp_core.platform import cpu_identity, query_platform
+from examples.gemm import Gemm as GemmExample
+from examples.syr2k import Syr2k as Syr2kExample
 from specializers.loopnest import LoopKernel
 
 from . import numba_versions, peers
@@ -127,8 +131,9 @@ def _conv2d_reference() -> tuple[str, Callable]:
 
 @dataclass(frozen=True)
 class Problem:
-    """A kernel at sizes n: its arguments (the output last, zeroed before each call), its flop
-    count, and the NumPy reference (``blas``: whether BLAS threads matter to it)."""
+    """A kernel at sizes n: its arguments (the output at ``output``, zeroed before each
+    call), its flop count, and the NumPy reference (``blas``: whether BLAS threads matter to
+    it)."""
 
     name: str
     cls: type
@@ -139,6 +144,7 @@ class Problem:
     reference: Callable[..., None]
     reference_label: str
     blas: bool
+    output: int = -1
 
 
 def _gemm_arguments(n: int) -> tuple:
@@ -149,6 +155,26 @@ def _gemm_arguments(n: int) -> tuple:
 def _syr2k_arguments(n: int) -> tuple:   # m = n
     rng = np.random.default_rng(SEED)
     return ALPHA, rng.random((n, n)), rng.random((n, n)), np.zeros((n, n))
+
+
+def _gemm_example_arguments(n: int) -> tuple:   # examples/gemm.py: (alpha, C, A, B)
+    rng = np.random.default_rng(SEED)
+    return ALPHA, np.zeros((n, n)), rng.random((n, n)), rng.random((n, n))
+
+
+def gemm_example_blas(alpha, C, A, B):
+    np.matmul(A, B, out=C)            # C is zero: C = C + alpha * A @ B
+    C *= alpha
+
+
+def _syr2k_example_arguments(n: int) -> tuple:   # examples/syr2k.py: (alpha, beta, C, A, B)
+    rng = np.random.default_rng(SEED)
+    return ALPHA, 1.2, np.zeros((n, n)), rng.random((n, n)), rng.random((n, n))
+
+
+def syr2k_example_blas(alpha, beta, C, A, B):
+    C *= beta                         # (C is zero)
+    syr2k_blas(alpha, A, B, C)
 
 
 def _conv2d_arguments(n: int) -> tuple:
@@ -166,11 +192,23 @@ def problems() -> dict[str, Problem]:
         "syr2k": Problem("syr2k", Syr2k, (250, 500, 1000, 2000, 4000), (250, 500),
                          lambda n: 6.0 * (n * (n + 1) / 2) * n, _syr2k_arguments, syr2k_blas,
                          "BLAS", True),
+        # the examples' own loops: gemm with k outermost, 3 flops per (k, i, j) (alpha too);
+        # PolyBench's syr2k, each row of C scaled by beta before its updates, m = n
+        "gemm-example": Problem("gemm-example", GemmExample, (250, 1000, 2000), (250, 500),
+                                lambda n: 3.0 * n ** 3, _gemm_example_arguments,
+                                gemm_example_blas, "BLAS", True, output=1),
+        "syr2k-example": Problem("syr2k-example", Syr2kExample, (250, 1000, 2000), (250, 500),
+                                 lambda n: 6.0 * (n * (n + 1) / 2) * n + n * (n + 1) / 2,
+                                 _syr2k_example_arguments, syr2k_example_blas, "BLAS", True,
+                                 output=2),
         # 2 flops per output element and filter tap: (n-4)^2 * 25 * 2
         "conv2d": Problem("conv2d", Conv2D, (1000, 2000, 4000, 8000), (500, 1000),
                           lambda n: 50.0 * (n - 4) ** 2, _conv2d_arguments, conv_reference,
                           conv_label, False),
     }
+
+
+KERNELS = ("gemm", "syr2k", "conv2d", "gemm-example", "syr2k-example")
 
 
 # -- BLAS threads -------------------------------------------------------------------------------
@@ -299,7 +337,24 @@ def numba_parallel(name: str) -> Callable:
                     for q in range(5):
                         out[i, j] += img[i + p, j + q] * w[p, q]
 
-    return numba.njit(parallel=True)({"gemm": gemm, "syr2k": syr2k, "conv2d": conv2d}[name])
+    def gemm_example(alpha, C, A, B):   # (k carries the sums: prange on i, inside it)
+        for k in range(A.shape[1]):
+            for i in prange(A.shape[0]):
+                for j in range(B.shape[1]):
+                    C[i, j] = C[i, j] + alpha * A[i, k] * B[k, j]
+
+    def syr2k_example(alpha, beta, C, A, B):
+        n, m = A.shape
+        for i in prange(n):
+            for j in range(i + 1):
+                C[i, j] *= beta
+            for k in range(m):
+                for j in range(i + 1):
+                    C[i, j] += A[j, k] * alpha * B[i, k] + B[j, k] * alpha * A[i, k]
+
+    return numba.njit(parallel=True)({"gemm": gemm, "syr2k": syr2k, "conv2d": conv2d,
+                                      "gemm-example": gemm_example,
+                                      "syr2k-example": syr2k_example}[name])
 
 
 def contenders(problem: Problem, threads: int, blas: BlasThreads,
@@ -337,7 +392,7 @@ def check_reference(problem: Problem) -> None:
     python_args, numpy_args = problem.arguments(CHECK_N), problem.arguments(CHECK_N)
     problem.cls().original_kernel(*python_args)
     problem.reference(*numpy_args)
-    if not np.allclose(python_args[-1], numpy_args[-1]):
+    if not np.allclose(python_args[problem.output], numpy_args[problem.output]):
         raise Mismatch(f"{problem.name}: the NumPy reference ({problem.reference_label}) differs "
                        f"from the plain Python loops at n = {CHECK_N}")
 
@@ -352,9 +407,10 @@ def check_result(problem: Problem, contender: Contender, n: int, output: np.ndar
 
 # -- timing -------------------------------------------------------------------------------------
 
-def timed_call(contender: Contender, args: tuple, blas: BlasThreads) -> float:
-    """Seconds of one call, the output zeroed and the BLAS threads set beforehand."""
-    args[-1].fill(0.0)
+def timed_call(contender: Contender, args: tuple, blas: BlasThreads, output: int = -1) -> float:
+    """Seconds of one call, the output (``args[output]``) zeroed and the BLAS threads set
+    beforehand."""
+    args[output].fill(0.0)
     blas.set(contender.blas_threads)
     start = time.perf_counter()
     contender.call(*args)
@@ -401,9 +457,9 @@ def warm_up(problem: Problem, active: list[Contender], args: tuple, cap: float, 
     its result checked against ``expected`` where given. A warm-up call over the cap at a size
     after the contender's first (no compile in it) is its figure: it is timed no more."""
     for contender in active:
-        seconds = timed_call(contender, args, blas)
+        seconds = timed_call(contender, args, blas, problem.output)
         if expected is not None:
-            check_result(problem, contender, row.n, args[-1], expected)
+            check_result(problem, contender, row.n, args[problem.output], expected)
         if seconds > cap and contender.last is not None:
             row.seconds[contender.label] = seconds
             row.capped.add(contender.label)
@@ -420,13 +476,13 @@ def measure_size(problem: Problem, team: list[Contender], n: int, rounds: int, c
     expected = None
     if first:
         problem.reference(*args)
-        expected = args[-1].copy()
+        expected = args[problem.output].copy()
     warm_up(problem, active, args, cap, row, blas, expected)
     for _ in range(rounds):
         for contender in active:
             if contender.note is not None:
                 continue
-            seconds = timed_call(contender, args, blas)
+            seconds = timed_call(contender, args, blas, problem.output)
             row.seconds[contender.label] = min(row.seconds.get(contender.label, seconds),
                                                seconds)
             if seconds > cap:
@@ -536,15 +592,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cap", type=float, default=20.0,
                         help="seconds per call beyond which a contender is not timed at larger "
                              "sizes (default 20)")
-    parser.add_argument("--kernels", default="gemm,syr2k,conv2d",
-                        help="comma-separated, of gemm, syr2k, conv2d")
+    parser.add_argument("--kernels", default=",".join(KERNELS),
+                        help=f"comma-separated, of {', '.join(KERNELS)}")
     parser.add_argument("--out", help="also write the table to this file")
     args = parser.parse_args(argv)
     args.kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
-    unknown = set(args.kernels) - {"gemm", "syr2k", "conv2d"}
+    unknown = set(args.kernels) - set(KERNELS)
     if unknown:
         parser.error(f"unknown kernel(s) {', '.join(sorted(unknown))}; "
-                     f"the kernels: gemm, syr2k, conv2d")
+                     f"the kernels: {', '.join(KERNELS)}")
     if args.rounds is None:
         args.rounds = 1 if args.quick else 3
     return args

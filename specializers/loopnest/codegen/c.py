@@ -123,23 +123,36 @@ def serial_schedule(analysis, plan, itemsize: dict[str, int], shared: bool = Fal
     """(the schedule, the tiled bands) compiled C runs for ``plan``: its permutable bands
     tiled for this machine's L2 cache, or in blocks of ``force`` (``ASP_TILE``; 0: none) by
     ``schedule.tiling``, after ``schedule.packing`` moved innermost the loops that vectorize
-    once some arrays are read through transposed copies; ``itemsize``: array -> bytes per
-    element; ``shared``: for OpenMP
+    once some arrays are read through transposed copies, and, where that blocks more loops,
+    after ``schedule.distribution`` split parallel loops around their inner nests;
+    ``itemsize``: array -> bytes per element; ``shared``: for OpenMP
     (only top-level bands headed by a parallel loop, whose blocks the threads share). The
     runner's memo of compiled variants holds the schedule too: calls whose plans tile
     differently get modules of their own."""
     from asp_core import platform
 
+    from ..schedule.distribution import distribute
     from ..schedule.packing import pack_schedule
     from ..schedule.tiling import tile_schedule
 
     sizes = dict(itemsize)
     sizes.update({plan.bound.canonical.get(n, n): w for n, w in itemsize.items()})
     loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
-    schedule, _ = pack_schedule(plan.schedule, plan.graph, plan.bound, loops, analysis.access,
-                                analysis.names.arrays)
-    return tile_schedule(schedule, plan.graph, plan.bound, loops, sizes,
-                         platform.data_caches().l2, force, shared)
+
+    def blocked(schedule):
+        schedule, _ = pack_schedule(schedule, plan.graph, plan.bound, loops, analysis.access,
+                                    analysis.names.arrays)
+        found = tile_schedule(schedule, plan.graph, plan.bound, loops, sizes,
+                              platform.data_caches().l2, force, shared)
+        return found, sum(len(band.variables) for band in found[1])
+
+    best, depth = blocked(plan.schedule)
+    split = distribute(plan.schedule, loops)
+    if split is not plan.schedule:   # (kept where more loops end up blocked)
+        other, deeper = blocked(split)
+        if deeper > depth:
+            best = other
+    return best
 
 
 class CModuleBuilder:

@@ -92,11 +92,24 @@ class Band(LoopKernel):
 
 
 class Imperfect(LoopKernel):
+    """A row loop holding a statement beside its inner loop: split into two row loops
+    (``schedule.distribution``), the second a band with the inner loop."""
+
     def kernel(self, A, B, n):
         for i in range(n):
             B[i, 0] = 0.0
             for j in range(1, n):
                 B[i, j] = A[i, j] * 2.0
+
+
+class ImperfectScalar(LoopKernel):
+    """The same, a scalar of each row's flowing into its inner loop: not split."""
+
+    def kernel(self, A, B, n):
+        for i in range(n):
+            s = A[i, 0] * 2.0
+            for j in range(1, n):
+                B[i, j] = A[i, j] * s
 
 
 class TimeLoop(LoopKernel):
@@ -141,11 +154,18 @@ def test_the_blocks_do_not_depend_on_the_size(monkeypatch):
 @pytest.mark.parametrize("cls,args", [
     (Skewed, lambda: (np.random.default_rng(2).random((9, 9)), 9)),
     (TriangularDown, lambda: (np.random.default_rng(3).random((9, 9)), np.zeros((9, 9)), 9)),
-    (Imperfect, lambda: (np.random.default_rng(4).random((9, 9)), np.zeros((9, 9)), 9)),
-], ids=["not permutable", "triangular downward", "imperfect"])
+    (ImperfectScalar, lambda: (np.random.default_rng(4).random((9, 9)), np.ones((9, 9)), 9)),
+], ids=["not permutable", "triangular downward", "imperfect, a row's scalar"])
 def test_bands_that_are_not_tiled(cls, args, monkeypatch):
     assert _tiles(cls, args(), monkeypatch, force=2) == ()
     _same_as_python(cls, args(), monkeypatch)
+
+
+def test_an_imperfect_nest_split_into_a_band(monkeypatch):
+    args = (np.random.default_rng(4).random((9, 9)), np.ones((9, 9)), 9)
+    (band,) = _tiles(Imperfect, args, monkeypatch, force=2)
+    assert band.startswith("tiled (i:2 x j:2")
+    _same_as_python(Imperfect, args, monkeypatch, backends=("c", "openmp", "python-shuffled"))
 
 
 def _syr2k_args(n, m=None):
