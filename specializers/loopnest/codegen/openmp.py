@@ -268,20 +268,27 @@ class OpenMPEmitter(CEmitter):
     def _outer_locals(self, node: STile | SLoop) -> set[str]:
         """The nest function's locals that code under ``node`` could read: the scalars and
         their flags, the thread count, the result record, and the variables, bounds and
-        predicates of the loops not under ``node``."""
+        predicates of the loops not under ``node`` (but the names the loops under it declare
+        for themselves)."""
         names = {"asp_nthreads", "asp_out"}
         for name in self.b.names.scalars + self.b.names.temps:
             names |= {c_identifier(name), f"asp_w_{c_identifier(name)}"}
         inside = set(loop_ids(node))
+        own: set[str] = set()   # declared in the block itself (a loop's variable and bounds)
         for lid, loop in self.b.loops.items():
-            if lid in inside:
-                continue
             var = c_identifier(loop.var)
-            names |= {var} | {f"asp_{part}_{var}"
-                              for part in ("lo", "hi", "step", "n", "tile", "end", "jam")}
+            parts = {var} | {f"asp_{part}_{var}"
+                             for part in ("lo", "hi", "step", "n", "tile", "end", "jam")}
+            if lid in inside:
+                own |= parts
+                continue
+            names |= parts
             if loop.predicate:
                 names.add(c_identifier(loop.predicate))
-        return names
+        # (a loop beside the block with a variable of the same name as one inside it, say
+        # the j of a row's scaling split off beside syr2k's band: the block's own j hides
+        # it; counted, it kept the block inline, its pointers not restrict: 25% slower)
+        return names - own
 
     def loop(self, loop: d.Loop, node: SLoop, body: Callable[[], None]) -> None:
         if loop.lid in self.tiles:   # one block of a tiled band's loop (one thread's)

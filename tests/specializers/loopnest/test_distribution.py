@@ -63,7 +63,7 @@ def imperfect_source(rng) -> str:
     end = "i + 1" if rng.random() < 0.6 else "n"
     a = "A[j, k]" if rng.random() < 0.6 else "A[k, j]"
     b = "B[i, k]" if rng.random() < 0.5 else "B[k, i]"
-    loops = [f"for k in range(n):", f"for j in range({end}):"]
+    loops = ["for k in range(n):", f"for j in range({end}):"]
     if rng.random() < 0.5:
         loops.reverse()
     return "\n".join([
