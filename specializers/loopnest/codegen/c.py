@@ -801,12 +801,15 @@ class CEmitter:
                   f"asp_end_{var} * asp_step_{var};")
         self.line(f"int64_t asp_c_{var} = asp_e_{var};   /* the end all copies share */")
         combos = list(itertools.product(*(range(count) for _, _, count in ends)))
+
+        def bound(values) -> str:   # the followed loops' variables at one copy's values
+            return " ".join(f"const int64_t {c_identifier(v)} = {jam} + {value} * "
+                            f"asp_step_{c_identifier(v)};" for (v, jam, _), value in
+                            zip(ends, values))
+
         for values in combos:
-            bound = " ".join(f"const int64_t {c_identifier(v)} = {jam} + {value} * "
-                             f"asp_step_{c_identifier(v)};" for (v, jam, _), value in
-                             zip(ends, values))
-            self.line(f"{{ {bound} const int64_t asp_b = {stop}; if (asp_b < asp_c_{var}) "
-                      f"asp_c_{var} = asp_b; }}")
+            self.line(f"{{ {bound(values)} const int64_t asp_b = {stop}; if (asp_b < "
+                      f"asp_c_{var}) asp_c_{var} = asp_b; }}")
         self.line(f"int64_t {var} = asp_a_{var} + asp_tile_{var} * asp_step_{var};")
         if self.jam_ivdep:
             self.line("#pragma GCC ivdep")
@@ -817,11 +820,8 @@ class CEmitter:
         self.line("}")
         self.line(f"const int64_t asp_r_{var} = {var};   /* where each copy's rest starts */")
         for values in combos:
-            bound = " ".join(f"const int64_t {c_identifier(v)} = {jam} + {value} * "
-                             f"asp_step_{c_identifier(v)};" for (v, jam, _), value in
-                             zip(ends, values))
-            self.line(f"{{ {bound} const int64_t asp_b = {stop}, asp_f = asp_b < asp_e_{var} ? "
-                      f"asp_b : asp_e_{var};")
+            self.line(f"{{ {bound(values)} const int64_t asp_b = {stop}, asp_f = asp_b < "
+                      f"asp_e_{var} ? asp_b : asp_e_{var};")
             self.line(f"for (int64_t {var} = asp_r_{var}; {var} < asp_f; {var} += "
                       f"asp_step_{var}) {{")
             self.depth += 1

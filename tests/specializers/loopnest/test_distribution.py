@@ -1,7 +1,6 @@
 """Distribution for blocking (``schedule.distribution``): a parallel loop split around its
 inner nest so that the nest becomes a band with it, against the original code."""
 
-import copy
 
 import numpy as np
 import pytest
@@ -10,6 +9,8 @@ from specializers.loopnest import LoopKernel
 from specializers.loopnest.checking import load_source
 from specializers.loopnest.schedule.distribution import distribute
 from specializers.loopnest.schedule.tree import Schedule, SLoop, SStmt
+
+from .test_packing import _module, _same_as_python
 
 
 class _Loop:
@@ -74,26 +75,6 @@ def imperfect_source(rng) -> str:
         f"            {loops[0]}",
         f"                {loops[1]}",
         f"                    C[i, j] += {a} * 1.5 * {b} + {b} * {a}"]) + "\n"
-
-
-def _module(kernel):
-    runner = kernel._asp_current.runners[0]
-    return [v.module for v in runner._executors.values() if hasattr(v, "module")][-1]
-
-
-def _same_as_python(cls, args, backend, monkeypatch, tile):
-    if tile is None:
-        monkeypatch.delenv("ASP_TILE", raising=False)
-    else:
-        monkeypatch.setenv("ASP_TILE", str(tile))
-    want = copy.deepcopy(args)
-    cls().original_kernel(*want)
-    got = copy.deepcopy(args)
-    kernel = cls(backend=backend, strict=True)
-    kernel.kernel(*got)
-    assert all(np.array_equal(g, w) for g, w in zip(got, want)
-               if isinstance(w, np.ndarray)), backend
-    return kernel
 
 
 @pytest.mark.parametrize("backend", ["c", "openmp"])

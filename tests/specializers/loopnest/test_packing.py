@@ -18,14 +18,7 @@ from specializers.loopnest.checking import load_source
 from specializers.loopnest.schedule import packing
 from specializers.loopnest.variants import CopyFailed, python_error
 
-
-class Syr2k(LoopKernel):
-    def kernel(self, alpha, A, B, C):
-        n, m = A.shape
-        for i in range(n):
-            for j in range(i + 1):
-                for k in range(m):
-                    C[i, j] += A[j, k] * alpha * B[i, k] + B[j, k] * alpha * A[i, k]
+from .test_tiling import Syr2k
 
 
 class Syrk(LoopKernel):
