@@ -282,3 +282,22 @@ def test_jammed_copies_run_to_their_own_ends(backend, monkeypatch):
         ragged += "the end all copies share" in _module(kernel).source
         _same_as_python(Kernel, args, "python-shuffled", monkeypatch, tile)
     assert ragged >= cases // 2, ragged
+
+
+@pytest.mark.parametrize("layout", ["fortran and strided", "integers", "float32"])
+@pytest.mark.parametrize("backend", ["c", "openmp"])
+def test_copies_of_any_layout_and_dtype(layout, backend, monkeypatch):
+    """The copies read the arrays through their own accessors (strides, Fortran order) and
+    hold their dtype: the results are Python's, bit for bit."""
+    rng = np.random.default_rng(8)
+    n, m = 70, 41
+    args = {
+        "fortran and strided": [1.5, np.asfortranarray(rng.random((n, m))),
+                                rng.random((2 * n, m))[::2], rng.random((n, n))],
+        "integers": [1.5, rng.integers(-5, 5, (n, m)),
+                     rng.integers(-5, 5, (n, m)).astype(np.int32), rng.random((n, n))],
+        "float32": [1.5] + [rng.random(shape).astype(np.float32)
+                            for shape in ((n, m), (n, m), (n, n))],
+    }[layout]
+    kernel = _same_as_python(Syr2k, args, backend, monkeypatch)
+    assert _module(kernel).packs
