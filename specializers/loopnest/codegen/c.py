@@ -514,6 +514,14 @@ JAM_OUTER = 2
 JAM_COPIES = 16
 
 
+def _bindings(jammed, values) -> str:
+    """C declarations binding each jammed loop's variable ((variable, its jam counter, count)
+    of ``CEmitter.jam_stack``) to its copy's value in ``values``."""
+    return " ".join(f"const int64_t {c_identifier(var)} = {jam} + {value} * "
+                    f"asp_step_{c_identifier(var)};" for (var, jam, _), value in
+                    zip(jammed, values))
+
+
 class CEmitter:
     """Prints the walk of a schedule as serial C (statements in source form, loops as
     ``for`` with bounds computed once)."""
@@ -590,9 +598,9 @@ class CEmitter:
         self.line(f"int64_t asp_hi_{var} = 0;")
         for corner in self.corners(loop):
             self.line(f"{{ {corner} const int64_t asp_a = {start}, asp_b = {stop};")
-            self.line(f"  if (asp_b > asp_a && (asp_b - asp_a + asp_step_{var} - 1) / "
-                      f"asp_step_{var} > asp_hi_{var}) asp_hi_{var} = (asp_b - asp_a + "
-                      f"asp_step_{var} - 1) / asp_step_{var}; }}")
+            self.line(f"  const int64_t asp_t = asp_b > asp_a ? (asp_b - asp_a + asp_step_{var} "
+                      f"- 1) / asp_step_{var} : 0;")
+            self.line(f"  if (asp_t > asp_hi_{var}) asp_hi_{var} = asp_t; }}")
 
     def tile_header(self, loop: d.Loop, node: STile) -> None:
         """The ``for`` line over a tiled loop's blocks (its bounds hoisted), and the end of
@@ -765,10 +773,7 @@ class CEmitter:
                 if fixed and any(fixed.get(var, value) != value
                                  for (var, _, _), value in zip(stack, values)):
                     continue
-                bound = " ".join(f"const int64_t {c_identifier(var)} = {jam} + {value} * "
-                                 f"asp_step_{c_identifier(var)};"
-                                 for (var, jam, _), value in zip(stack, values))
-                self.line(f"{{ {bound}")
+                self.line(f"{{ {_bindings(stack, values)}")
                 self.depth += 1
                 body()
                 self.depth -= 1
@@ -801,14 +806,8 @@ class CEmitter:
                   f"asp_end_{var} * asp_step_{var};")
         self.line(f"int64_t asp_c_{var} = asp_e_{var};   /* the end all copies share */")
         combos = list(itertools.product(*(range(count) for _, _, count in ends)))
-
-        def bound(values) -> str:   # the followed loops' variables at one copy's values
-            return " ".join(f"const int64_t {c_identifier(v)} = {jam} + {value} * "
-                            f"asp_step_{c_identifier(v)};" for (v, jam, _), value in
-                            zip(ends, values))
-
         for values in combos:
-            self.line(f"{{ {bound(values)} const int64_t asp_b = {stop}; if (asp_b < "
+            self.line(f"{{ {_bindings(ends, values)} const int64_t asp_b = {stop}; if (asp_b < "
                       f"asp_c_{var}) asp_c_{var} = asp_b; }}")
         self.line(f"int64_t {var} = asp_a_{var} + asp_tile_{var} * asp_step_{var};")
         if self.jam_ivdep:
@@ -820,8 +819,8 @@ class CEmitter:
         self.line("}")
         self.line(f"const int64_t asp_r_{var} = {var};   /* where each copy's rest starts */")
         for values in combos:
-            self.line(f"{{ {bound(values)} const int64_t asp_b = {stop}, asp_f = asp_b < "
-                      f"asp_e_{var} ? asp_b : asp_e_{var};")
+            self.line(f"{{ {_bindings(ends, values)} const int64_t asp_b = {stop}, asp_f = "
+                      f"asp_b < asp_e_{var} ? asp_b : asp_e_{var};")
             self.line(f"for (int64_t {var} = asp_r_{var}; {var} < asp_f; {var} += "
                       f"asp_step_{var}) {{")
             self.depth += 1
