@@ -57,9 +57,26 @@ def _primary_context(device: int):
 _CURRENT = threading.local()
 
 
+class _Pushed:
+    """A context pushed in a thread other than the main one, popped when the thread ends:
+    this object lives in the thread's own storage (``_CURRENT``), which CPython clears on the
+    ending thread itself. pycuda aborts the process when a thread ends with a context left on
+    its stack ("The context stack was not empty upon module cleanup"; seen on an H100 when a
+    variant built in the background build thread loaded its module there)."""
+
+    def __init__(self, context):
+        self.context = context
+
+    def __del__(self):
+        try:
+            self.context.pop()
+        except Exception:   # the interpreter is going down: nothing left to pop into
+            pass
+
+
 def cuda_context(device: int = 0):
     """The primary context of ``device``, made current in the calling thread (once per
-    thread; the main thread's is popped at the process's exit)."""
+    thread; popped when the thread ends, the main thread's at the process's exit)."""
     context = _primary_context(device)
     if getattr(_CURRENT, "device", None) != device:
         drv = _driver()
@@ -72,6 +89,8 @@ def cuda_context(device: int = 0):
             import atexit
 
             atexit.register(context.pop)
+        else:
+            _CURRENT.pushed = _Pushed(context)
     return context
 
 

@@ -51,14 +51,14 @@ def test_each_thread_makes_the_primary_context_current_once(monkeypatch):
     import threading
     import types
 
-    pushes, retained = [], []
+    pushes, pops, retained = [], [], []
 
     class Context:
         def push(self):
             pushes.append(threading.get_ident())
 
         def pop(self):
-            pass
+            pops.append(threading.get_ident())
 
     class Device:
         @staticmethod
@@ -87,5 +87,14 @@ def test_each_thread_makes_the_primary_context_current_once(monkeypatch):
         thread.join()
         assert worker == [first, first] and len(retained) == 1
         assert len(pushes) == 2 and pushes[0] != pushes[1]
+        # popped on the worker itself as it ended (pycuda aborts the process when a thread
+        # ends with a context pushed: a variant built in the background build thread), the
+        # main thread's not (at the process's exit)
+        assert pops == [pushes[1]]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(cuda.cuda_context).result()
+        assert len(pushes) == 3 and pops == [pushes[1], pushes[2]]
     finally:
         cuda._primary_context.cache_clear()
