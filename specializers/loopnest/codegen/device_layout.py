@@ -9,7 +9,9 @@ work per thread from it, so both see the same kernels.
 
 * A parallel top-level loop with no last-iteration scalar, no predicate and bounds far from
   the ends of int64 becomes a grid kernel; the parallel loops perfectly nested in it whose
-  bounds do not depend on the band (up to ``MAX_AXES``) join its band.
+  bounds do not depend on the band (up to ``MAX_AXES``) join its band, once
+  ``device_order.parallel_first`` has moved them outside the sequential loops between them
+  where that is legal (gemm's i, k, j runs as i, j on the grid and k in each thread).
 * One that reduces scalars becomes a reduction (lanes, then a combine), where every lane's
   partial result combines as the loop's own statements combine (``combination``) and no later
   node reads the scalars.
@@ -34,6 +36,7 @@ from .. import dast as d
 from ..schedule.tree import SLoop, SStmt, statement_ids
 from .cexpr import c_identifier, ctype, wrapping_arith
 from .device_fusion import fuse
+from .device_order import parallel_first
 
 #: The most loops a kernel maps onto grid axes.
 MAX_AXES = 3
@@ -76,7 +79,8 @@ class DeviceLayout:
         for position, node in enumerate(root):
             if self._host_loop(node):
                 flush()
-                siblings = fuse(node.body, lambda inner: self._band(inner, ()),
+                body = tuple(self._parallel_first(inner, node) for inner in node.body)
+                siblings = fuse(body, lambda inner: self._band(inner, ()),
                                 self.analysis.access, self.plan.bound, self.scalar_uses,
                                 (node.lid,))
                 out.extend((inner, band, node) for inner, band in siblings)
@@ -86,6 +90,7 @@ class DeviceLayout:
             if self._mappable(node, reductions) and \
                     self._reducible(reductions, root[position + 1:]):
                 flush()
+                node = self._parallel_first(node)
                 out.append((node, self._band(node, reductions), None))
                 kernels.append((node,))
             else:
@@ -139,6 +144,12 @@ class DeviceLayout:
         for node in nodes:
             visit(node, frozenset())
         return free, assigned
+
+    def _parallel_first(self, node, host: SLoop | None = None):
+        """``node`` with its band's parallel loops outermost (``device_order``), so that the
+        grid runs them all."""
+        return parallel_first(node, self.plan, self.loops, host) \
+            if isinstance(node, SLoop) else node
 
     def _band(self, node: SLoop, reductions) -> tuple[d.Loop, ...]:
         band, current = [self.loops[node.lid]], node
