@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+import hypothesis
 from hypothesis import HealthCheck, given, settings
 
 from benchmarks.selection_worker import CASES, _example
@@ -49,8 +50,9 @@ needs_opencl = pytest.mark.skipif(OPENCL_MISSING is not None,
 CUDA_MISSING = _cuda_missing()
 needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(CUDA_MISSING is not None,
                                                  reason=f"no CUDA GPU here: {CUDA_MISSING}")]
-BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated",
-            pytest.param("cuda", marks=needs_gpu)]
+#: The CUDA variant on a GPU (pycuda), wherever a test runs the emulated one (``-m gpu``).
+ON_GPU = pytest.param("cuda", marks=needs_gpu)
+BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated", ON_GPU]
 
 
 def run_strict(cls, backend, args):
@@ -96,6 +98,29 @@ def test_generated_kernels_in_opencl(source):
 @given(typed_kernels())
 def test_generated_kernels_in_emulated_cuda(source):
     check(source, "cuda-emulated")
+
+
+#: The GPU's 300 generated kernels come in shards, so that a machine's cores compile them
+#: side by side (``-n``, ``--dist load``); each shard runs its own share, counted in the shard.
+GPU_SHARDS = 12
+
+
+@pytest.mark.parametrize("shard", range(GPU_SHARDS))
+@pytest.mark.gpu
+@pytest.mark.skipif(CUDA_MISSING is not None, reason=f"no CUDA GPU here: {CUDA_MISSING}")
+def test_generated_kernels_on_the_gpu(shard):
+    share = -(-300 // GPU_SHARDS)
+    compared = []
+
+    @hypothesis.seed(shard)
+    @settings(max_examples=share + 5, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(typed_kernels())
+    def run(source):
+        compared.append(check_generated(source, "cuda"))
+
+    run()
+    assert sum(compared) >= share, (shard, len(compared), sum(compared))
 
 
 def test_at_least_300_each():
@@ -197,6 +222,63 @@ def test_a_parallel_band_maps_onto_the_grid_with_the_last_subscript_on_x():
     (kernel,) = module.kernels
     assert [(a.var, a.axis) for a in kernel.axes] == [("j", 0), ("i", 1)]
     assert "get_global_id(0)" in module.source and "get_global_id(1)" in module.source
+
+
+class KOuter(LoopKernel):
+    """gemm as the example writes it: k outermost. The CPU's schedule runs i, k, j (j
+    innermost, to vectorize); a grid wants i and j, with k in each thread."""
+
+    def kernel(self, C, A, B, n):
+        for k in range(n):
+            for i in range(n):
+                for j in range(n):
+                    C[i, j] = C[i, j] + A[i, k] * B[k, j]
+
+
+class Skewed(LoopKernel):
+    """j is parallel inside k (which carries (<, >)), but may not move outside it."""
+
+    def kernel(self, X, n, m):
+        for i in range(n):
+            for k in range(1, m):
+                for j in range(m - 1):
+                    X[i, k, j] = X[i, k - 1, j + 1] * 0.5 + 1.0
+
+
+class HostSweep(LoopKernel):
+    """Under a time loop: the same order inside a host loop's kernel."""
+
+    def kernel(self, C, A, steps, n):
+        for t in range(steps):
+            for i in range(n):
+                for k in range(1, n):
+                    for j in range(n):
+                        C[i, j] = C[i, j] + A[i, k] * 0.5
+
+
+@pytest.mark.parametrize("cls, args, axes, inner", [
+    (KOuter, lambda rng: (rng.random((9, 9)), rng.random((9, 9)), rng.random((9, 9)), 9),
+     [("j", 0), ("i", 1)], "for (int64_t k"),
+    (Skewed, lambda rng: (rng.random((4, 6, 6)), 4, 6), [("i", 0)], "for (int64_t j"),
+    (HostSweep, lambda rng: (rng.random((7, 7)), rng.random((7, 7)), 3, 7),
+     [("j", 0), ("i", 1)], "for (int64_t k"),
+])
+@pytest.mark.parametrize("backend", [pytest.param("opencl", marks=needs_opencl),
+                                     "cuda-emulated", ON_GPU])
+def test_the_parallel_loops_of_a_band_move_onto_the_grid_where_legal(cls, args, axes, inner,
+                                                                      backend):
+    """device_order: a sequential loop between parallel ones moves inside each thread where
+    the dependences allow it (gemm's k), and stays where they do not (a (<, >) pair); the
+    results are Python's, bit for bit (each thread keeps its iterations' order)."""
+    arguments = args(np.random.default_rng(3))
+    module = _module(cls, arguments, "cuda")
+    (kernel,) = module.kernels
+    assert [(a.var, a.axis) for a in kernel.axes] == axes
+    assert inner in module.source.partition("/* ---- the nest ---- */")[2]
+    want = copy.deepcopy(arguments)
+    cls().original_kernel(*want)
+    _, got, _ = run_strict(cls, backend, arguments)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want) if isinstance(g, np.ndarray))
 
 
 class Broadcast(LoopKernel):
@@ -376,9 +458,11 @@ def test_nvcc_compiles_the_generated_cuda(name, tmp_path):
         assert done.returncode == 0, done.stderr
 
 
-def test_a_wrongly_parallel_loop_is_caught_by_the_shuffled_emulation(monkeypatch):
-    """The checker itself: mark a carried loop parallel by hand, and the emulated CUDA run,
-    visiting threads in a seeded random order, differs from Python (a grid kernel runs it)."""
+@pytest.mark.parametrize("backend", ["cuda-emulated", ON_GPU])
+def test_a_wrongly_parallel_loop_is_caught_by_a_device_run(backend, monkeypatch):
+    """The checker itself: mark a carried loop parallel by hand, and the run differs from
+    Python: the emulated CUDA, visiting threads in a seeded random order, and a GPU, whose
+    threads read before their neighbours write (a grid kernel runs the loop)."""
     class Prefix(LoopKernel):
         def kernel(self, A, n):
             for i in range(1, n):
@@ -388,10 +472,10 @@ def test_a_wrongly_parallel_loop_is_caught_by_the_shuffled_emulation(monkeypatch
     Prefix().original_kernel(want, 64)
     mark_root_loop_parallel(monkeypatch)
     got = np.arange(1.0, 65.0)
-    kernel = Prefix(backend="cuda-emulated", strict=True)
+    kernel = Prefix(backend=backend, strict=True)
     kernel.kernel(got, 64)
     assert not np.array_equal(got, want)
-    assert kernel.last_call.nests[0].backend == "cuda-emulated"
+    assert kernel.last_call.nests[0].backend == backend
 
 
 class LU(LoopKernel):

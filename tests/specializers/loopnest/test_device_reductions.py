@@ -24,10 +24,10 @@ from specializers.loopnest.device_variants import (REDUCTION_GROUPS, REDUCTION_L
                                                    reduction_groups)
 from specializers.loopnest.variants import BeyondInt64
 
-from .test_device import OPENCL_MISSING, _module, needs_opencl, run_strict
+from .test_device import CUDA_MISSING, OPENCL_MISSING, ON_GPU, _module, needs_opencl, run_strict
 from .test_reduction_determinism import device_model
 
-BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
+BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated", ON_GPU]
 G = GROUP_SIZE
 #: trip count -> the 2-D band's shape of that many iterations
 COUNTS = {0: (0, 4), 1: (1, 1), G - 1: (1, G - 1), G: (8, 16), G + 1: (3, 43),
@@ -155,7 +155,8 @@ def test_a_float_sum_has_the_documented_bits_on_every_run_and_backend(dims, coun
     model = device_model([float(v) for v in X.reshape(-1)], 0.5)
     python = Kernel().original_kernel(X, K, n, m)
     seen = {}
-    for backend in ["cuda-emulated"] + (["opencl"] if OPENCL_MISSING is None else []):
+    for backend in ["cuda-emulated"] + (["opencl"] if OPENCL_MISSING is None else []) + \
+            (["cuda"] if CUDA_MISSING is None else []):
         kernel = Kernel(backend=backend, strict=True)
         runs = [kernel.kernel(X, K, n, m) for _ in range(2)]
         runs.append(Kernel(backend=backend, strict=True).kernel(X, K, n, m))

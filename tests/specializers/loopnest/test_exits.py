@@ -15,10 +15,10 @@ from specializers.loopnest import LoopKernel
 
 from .generators import TYPED_HEADER, TYPED_RETURN, fvalue, index, typed_statements
 from .helpers import assert_same_as_python, check_generated
-from .test_device import needs_opencl
+from .test_device import ON_GPU, needs_opencl
 
 BACKENDS = ["python-reversed", "python-shuffled", "c", "openmp",
-            pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
+            pytest.param("opencl", marks=needs_opencl), "cuda-emulated", ON_GPU]
 
 
 class Search(LoopKernel):
@@ -358,7 +358,7 @@ def test_generated_exits(source, backend):
 
 
 @pytest.mark.parametrize("backend", [pytest.param("opencl", marks=needs_opencl),
-                                     "cuda-emulated"])
+                                     "cuda-emulated", ON_GPU])
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck),
           derandomize=True)
 @given(source=exit_kernels())

@@ -13,8 +13,8 @@ from asp_core.errors import SpecializationError
 from specializers.loopnest import LoopKernel
 
 from .generators import load_kernel
-from .helpers import assert_same_as_python, check_generated
-from .test_device import needs_opencl
+from .helpers import assert_same_as_python, check_generated, within_ulps
+from .test_device import ON_GPU, needs_opencl
 
 PAIR = 3
 
@@ -163,7 +163,7 @@ class PlainMethod(LoopKernel):
 
 
 BACKENDS = ["python", "c", "openmp", pytest.param("opencl", marks=needs_opencl),
-            "cuda-emulated"]
+            "cuda-emulated", ON_GPU]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -206,7 +206,19 @@ def test_nested_defs_lambdas_and_module_functions_are_inlined(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_helpers_of_several_statements_are_inlined(backend):
+    """Exact on the host's math library; on a GPU's within 2 ulps: logistic's math.exp there
+    may differ from the C library's in the last bit (CUDA's exp: 1 ulp at most, by its
+    documentation; seen on an H100), and 1 / (1 + e) carries that into the sum."""
     x = np.linspace(-1.0, 1.5, 26)
+    if backend == "cuda":
+        want = np.zeros(26)
+        Statements().original_kernel(x, want)
+        kernel = Statements(backend=backend, strict=True)
+        got = np.zeros(26)
+        kernel.kernel(x, got)
+        assert within_ulps(got, want, 2), (got - want)
+        assert kernel.last_call.nests[0].backend == backend
+        return
     call = assert_same_as_python(Statements(backend=backend, strict=True), x, np.zeros(26))
     assert call.nests[0].backend == backend
 
@@ -507,7 +519,7 @@ def test_generated_helpers(source, backend):
 
 
 @pytest.mark.parametrize("backend", [pytest.param("opencl", marks=needs_opencl),
-                                     "cuda-emulated"])
+                                     "cuda-emulated", ON_GPU])
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck),
           derandomize=True)
 @given(source=helper_kernels())

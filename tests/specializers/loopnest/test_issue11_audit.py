@@ -17,9 +17,9 @@ from specializers.loopnest.codegen.device import device_module
 
 
 from .generators import load_kernel
-from .test_device import OPENCL_MISSING, needs_opencl
+from .test_device import OPENCL_MISSING, ON_GPU, needs_opencl
 
-BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
+BACKENDS = [pytest.param("opencl", marks=needs_opencl), "cuda-emulated", ON_GPU]
 
 
 def _kernels(cls, args, dialect="opencl"):
@@ -369,8 +369,8 @@ def _count_copies(monkeypatch, backend):
         monkeypatch.setattr(opencl, "from_device_many",
                             lambda pairs: down.extend(l.shape for _, l in pairs) or
                             real_down(pairs))
-    else:
-        target = device_variants.EmulatedCudaTarget
+    else:   # (the GPU's target, or its emulation's: each has its own copies)
+        target = device_variants.TARGETS[backend]
         real_up, real_down = target.upload, target.download
         monkeypatch.setattr(target, "upload", lambda self, a: up.append(a.shape) or
                             real_up(self, a))

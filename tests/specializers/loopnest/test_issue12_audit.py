@@ -24,12 +24,12 @@ from specializers.loopnest import LoopKernel
 
 from .generators import load_kernel
 from .helpers import ORDERS, assert_same_as_python, close, identical, run_both
-from .test_device import needs_opencl
+from .test_device import ON_GPU, needs_opencl
 from .test_exits import TopLevelWhile   # the search loop written as a top-level while
 
 ALL = ["python", "python-reversed", "python-shuffled", "c", "openmp",
-       pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
-COMPILED = ["c", "openmp", pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
+       pytest.param("opencl", marks=needs_opencl), "cuda-emulated", ON_GPU]
+COMPILED = ["c", "openmp", pytest.param("opencl", marks=needs_opencl), "cuda-emulated", ON_GPU]
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -557,7 +557,7 @@ class LastRowEmpty(LoopKernel):
         return s
 
 
-@pytest.mark.parametrize("backend", ["c", "openmp", "cuda-emulated"])
+@pytest.mark.parametrize("backend", ["c", "openmp", "cuda-emulated", ON_GPU])
 def test_a_per_row_accumulator_whose_last_row_is_empty_keeps_its_int(backend):
     """Python leaves ``s`` an int where the last row adds nothing, a float elsewhere: a type
     the compiled storage cannot tell, so the nest runs as Python, saying why (strict
@@ -649,7 +649,7 @@ def test_gram_schmidt_rank_15_of_30_same_bits_for_1_to_4_threads_and_exact_is_py
 
 
 @pytest.mark.parametrize("backend", ["python", "c", pytest.param("opencl", marks=needs_opencl),
-                                     "cuda-emulated"])
+                                     "cuda-emulated", ON_GPU])
 def test_gram_schmidt_exact_on_every_backend(backend):
     args = (_rank_deficient(np.random.default_rng(1), 30, 30, 15), np.zeros((30, 30)),
             np.zeros((30, 30)), 30, 30)

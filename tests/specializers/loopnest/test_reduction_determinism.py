@@ -19,10 +19,10 @@ from asp_core.config import Config
 from specializers.loopnest import LoopKernel
 
 from .helpers import identical
-from .test_device import needs_opencl
+from .test_device import ON_GPU, needs_opencl
 
 
-EXACT_BACKENDS = ["c", "openmp", pytest.param("opencl", marks=needs_opencl), "cuda-emulated"]
+EXACT_BACKENDS = ["c", "openmp", pytest.param("opencl", marks=needs_opencl), "cuda-emulated", ON_GPU]
 THREADS = (1, 2, 3, 4)
 
 
@@ -247,7 +247,7 @@ def device_model(values, start: float) -> float:
 
 
 @pytest.mark.parametrize("backend", ["openmp", pytest.param("opencl", marks=needs_opencl),
-                                     "cuda-emulated"])
+                                     "cuda-emulated", ON_GPU])
 @pytest.mark.parametrize("n", [1, 7, 255, 4_099, 100_003])
 def test_a_parallel_sum_is_the_documented_fixed_order_sum(backend, n):
     """What the result depends on is the trip count alone: the sum equals a model of the
@@ -265,7 +265,7 @@ def test_a_parallel_sum_is_the_documented_fixed_order_sum(backend, n):
 
 
 @pytest.mark.parametrize("backend", [pytest.param("opencl", marks=needs_opencl),
-                                     "cuda-emulated"])
+                                     "cuda-emulated", ON_GPU])
 def test_device_reductions_give_the_same_bits_on_every_run(backend):
     args = _grid_args(np.random.default_rng(5))
     kernel = Grid(backend=backend, strict=True)

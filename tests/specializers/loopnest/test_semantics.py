@@ -21,7 +21,7 @@ from specializers.loopnest.variants import BeyondInt64
 
 from .generators import load_kernel
 from .helpers import identical, within_ulps
-from .test_device import needs_opencl
+from .test_device import ON_GPU, needs_opencl
 
 FLOATS = [0.0, -0.0, 1.5, -1.5, 7.0, -7.0, 0.1, 1e308, -1e-310, np.inf, -np.inf, np.nan]
 INTS = [0, 1, -1, 7, -7, 3, 100, -100]
@@ -144,7 +144,7 @@ DEVICE_TRANSCENDENTAL = ("**", "math.exp", "math.log")
 
 
 @pytest.mark.parametrize("backend", ["c", pytest.param("opencl", marks=needs_opencl),
-                                     "cuda-emulated"])
+                                     "cuda-emulated", ON_GPU])
 @pytest.mark.parametrize("expr, xt, yt, ot", CASES, ids=case_ids(CASES))
 def test_operation_matches_python(expr, xt, yt, ot, backend):
     x, y = values(xt), values(yt)
