@@ -1,20 +1,23 @@
-"""The device variants on this machine: OpenCL (here PoCL on the CPU) against serial C and
-OpenMP, side by side in one run, and nvcc's register report for the generated CUDA.
+"""The device variants on this machine: OpenCL (here PoCL on the CPU) or CUDA (on a machine
+with a GPU) against serial C and OpenMP, side by side in one run, and nvcc's register report
+for the generated CUDA.
 
-    python -m benchmarks.bench_device [--rounds 3] [--only NAMES] [--out PREFIX]
+    python -m benchmarks.bench_device [--device opencl|cuda] [--scale K] [--rounds 3]
+                                      [--only NAMES] [--out PREFIX] [--no-registers]
 
 Per example, at one mid-to-large size, every variant is called in turn in each round (warm:
 built and called once before), a burst of calls per turn; the best call of all rounds is
 reported, and the ratios to OpenMP. Then the cost of one iteration of a host-driven time
 loop (two launches), on OpenCL and under the CUDA emulation, each with its compiled host loop
-and with the loop in Python. The first call of the OpenCL variant (its build by the
+and with the loop in Python. The first call of the device variant (its build by the
 device compiler, counted) is reported apart, and so is the cost model's prediction for the
-OpenCL variant's call (the sum over the nests of its ``opencl`` estimate, from this
-machine's device calibration, ``cost.device_calibrate``) over the time measured. The second table compiles the CUDA of each nest
+device variant's call (the sum over the nests of its estimate, from this machine's device
+calibration, ``cost.device_calibrate``) over the time measured. ``--scale`` multiplies each
+example's ``n`` (a GPU needs larger problems than the CPU's to pay its copies). The second table compiles the CUDA of each nest
 with nvcc for sm_90 (``-Xptxas -v``) and reports registers per thread, spills, and the
 occupancy those registers allow at the launches' 128 threads per block (CUDA's rules for
 sm_90: 65536 registers and 64 warps per SM, registers allocated 256 per warp): a compile-time
-figure, measured without a GPU; no GPU time is reported, since none was measured.
+figure, measured without a GPU.
 
 The machine is shared: the load average is printed at the start and the end.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 import os
 import re
 import shutil
@@ -41,7 +45,7 @@ from benchmarks.selection_worker import CASES, _example
 SIZES = {"vadd": 1 << 21, "saxpy": 1 << 21, "hilbert": 1024, "jacobi": 1024, "conway": 1024,
          "mandelbrot": 256, "black_scholes": 1 << 18, "gemm": 256, "gemver": 1024,
          "syr2k": 256, "conv2d": 512, "fbcorr": 64}
-VARIANTS = ("c", "openmp", "opencl")
+HOSTS = ("c", "openmp")
 BURST_S = 0.2
 #: sm_90: registers and warps per SM, the most blocks per SM, and the allocation granularity.
 SM90 = {"registers": 65536, "warps": 64, "blocks": 32, "granularity": 256}
@@ -52,24 +56,27 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def time_examples(names: list[str], rounds: int) -> list[dict]:
+def time_examples(names: list[str], rounds: int, device: str = "opencl",
+                  scale: int = 1) -> list[dict]:
+    variants = HOSTS + (device,)
     rows = []
     for case in CASES:
         if case.name not in names:
             continue
         cls = getattr(_example(case.name), case.cls)
-        inputs = case.make(SIZES[case.name])
+        n = SIZES[case.name] * scale
+        inputs = case.make(n)
         kernels, first = {}, {}
-        for variant in VARIANTS:
+        for variant in variants:
             kernel = cls(backend=variant, strict=True)
             work = copy.deepcopy(inputs)
             t0 = time.perf_counter()
             kernel.kernel(*work)
             first[variant] = time.perf_counter() - t0
             kernels[variant] = kernel
-        best = {v: float("inf") for v in VARIANTS}
+        best = {v: float("inf") for v in variants}
         for r in range(rounds):
-            for variant in VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]:
+            for variant in variants[r % len(variants):] + variants[:r % len(variants)]:
                 work = copy.deepcopy(inputs)
                 start = time.perf_counter()
                 while True:
@@ -78,9 +85,10 @@ def time_examples(names: list[str], rounds: int) -> list[dict]:
                     best[variant] = min(best[variant], time.perf_counter() - t0)
                     if time.perf_counter() - start > BURST_S:
                         break
-        rows.append({"example": case.name, "n": SIZES[case.name], "best_s": best,
-                     "opencl_first_s": first["opencl"],
-                     "opencl_predicted_s": predicted(cls, inputs, "opencl")})
+        model = predicted(cls, inputs, variants)
+        rows.append({"example": case.name, "n": n, "best_s": best,
+                     "device_first_s": first[device], "device_predicted_s": model.get(device),
+                     "model_pick": min(model, key=model.get) if model else None})
     return rows
 
 
@@ -100,11 +108,12 @@ class TwoSweeps(LoopKernel):
 HOST_STEPS = (100, 1100)
 
 
-def host_loop_cost(rounds: int) -> dict[str, float]:
+def host_loop_cost(rounds: int, device: str = "opencl") -> dict[str, float]:
     """Seconds per iteration of ``TwoSweeps``' host loop on 16 elements (the kernels do almost
-    nothing: the launches are the cost), for OpenCL and emulated CUDA, each with its compiled
-    host loop and with the loop in Python (the compiled one switched off): the best of
-    ``rounds`` of each, from the difference of two runs of ``HOST_STEPS``."""
+    nothing: the launches are the cost), for ``device`` (OpenCL; or CUDA on a GPU) and emulated
+    CUDA, each with its compiled host loop and with the loop in Python (the compiled one
+    switched off): the best of ``rounds`` of each, from the difference of two runs of
+    ``HOST_STEPS``."""
     from asp_core.backends import opencl
     from specializers.loopnest import device_variants
 
@@ -121,37 +130,45 @@ def host_loop_cost(rounds: int) -> dict[str, float]:
                 best[steps] = min(best[steps], time.perf_counter() - t0)
         return (best[HOST_STEPS[1]] - best[HOST_STEPS[0]]) / (HOST_STEPS[1] - HOST_STEPS[0])
 
-    costs = {"opencl, compiled host loop": per_iteration("opencl")}
-    available = opencl.host_loop_available
-    opencl.host_loop_available = lambda: False
-    try:
-        costs["opencl, loop in Python"] = per_iteration("opencl")
-    finally:
-        opencl.host_loop_available = available
-    costs["cuda-emulated, compiled host loop"] = per_iteration("cuda-emulated")
-    compiled = device_variants._CudaLaunches.host_loop
-    device_variants._CudaLaunches.host_loop = lambda *args: False
-    try:
-        costs["cuda-emulated, loop in Python"] = per_iteration("cuda-emulated")
-    finally:
-        device_variants._CudaLaunches.host_loop = compiled
+    def without(owner, name: str, backend: str) -> float:
+        """``per_iteration`` with ``owner.name`` (the compiled loop's availability) false."""
+        compiled = getattr(owner, name)
+        setattr(owner, name, lambda *args: False)
+        try:
+            return per_iteration(backend)
+        finally:
+            setattr(owner, name, compiled)
+
+    costs = {}
+    for backend in (device, "cuda-emulated"):
+        costs[f"{backend}, compiled host loop"] = per_iteration(backend)
+        costs[f"{backend}, loop in Python"] = (
+            without(opencl, "host_loop_available", backend) if backend == "opencl" else
+            without(device_variants._CudaLaunches, "host_loop", backend))
     return costs
 
 
-def predicted(cls, inputs, label: str) -> float | None:
-    """The cost model's predicted time of variant ``label`` for a call on ``inputs`` (summed
-    over the nests), or None where it does not offer it (a device not calibrated)."""
+def predicted(cls, inputs, labels: tuple[str, ...]) -> dict[str, float]:
+    """The cost model's predicted time of each variant of ``labels`` for a call on ``inputs``
+    (summed over the nests), where it offers it for every nest (not a device it has not
+    calibrated)."""
     kernel = cls()
     for _ in range(3):   # past the cold start
         kernel.kernel(*copy.deepcopy(inputs))
-    total, found = 0.0, False
-    for runner in kernel._asp_current.runners:
+    totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    runners = kernel._asp_current.runners
+    for runner in runners:
         decision = runner.last_decision
+        best: dict[str, float] = {}   # per variant, the model's best (OpenMP: of its teams)
         for estimate in decision.estimates if decision is not None else ():
-            if estimate.label == label:
-                total += estimate.seconds
-                found = True
-    return total if found else None
+            label = estimate.label.partition("@")[0]   # (openmp@16: OpenMP on 16 threads)
+            if label in labels:
+                best[label] = min(best.get(label, math.inf), estimate.seconds)
+        for label, seconds in best.items():
+            totals[label] = totals.get(label, 0.0) + seconds
+            counts[label] = counts.get(label, 0) + 1
+    return {label: s for label, s in totals.items() if counts[label] == len(runners)}
 
 
 def register_report(names: list[str]) -> list[dict]:
@@ -209,53 +226,76 @@ def occupancy(registers: int) -> float:
     return min(SM90["warps"], blocks * warps_per_block) / SM90["warps"]
 
 
+def _device_name(device: str) -> str:
+    if device == "opencl":
+        from asp_core.backends import opencl
+
+        return str(opencl.device())
+    from asp_core.backends import cuda
+
+    cuda.cuda_context()
+    import pycuda.driver as drv
+
+    return f"{drv.Device(0).name()} ({cuda.device_architecture()}, " \
+        f"{cuda.device_memory() / 2**30:.0f} GiB), CUDA driver {drv.get_driver_version()}"
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_device",
                                      description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["opencl", "cuda"], default="opencl")
+    parser.add_argument("--scale", type=int, default=1, help="multiply each example's n")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="+", choices=list(SIZES), default=list(SIZES))
     parser.add_argument("--out", type=Path, help="write PREFIX.txt")
+    parser.add_argument("--no-registers", action="store_true",
+                        help="leave out nvcc's register report")
     args = parser.parse_args(argv)
-    from asp_core.backends import opencl
+    device = args.device
 
-    lines = [f"device: {opencl.device()}", f"load average at start: {_load()}"]
-    rows = time_examples(args.only, args.rounds)
+    lines = [f"device: {_device_name(device)}", f"host: {os.cpu_count()} CPUs",
+             f"load average at start: {_load()}"]
+    rows = time_examples(args.only, args.rounds, device, args.scale)
     from specializers.loopnest.cost import device_calibrate
 
-    lines.append(f"cost model: opencl {device_calibrate.status('opencl')}")
-    lines.append(f"{'example':14} {'n':>8} {'c':>10} {'openmp':>10} {'opencl':>10} "
-                 f"{'opencl/openmp':>14} {'opencl first call':>18} {'model':>10} "
-                 f"{'model/opencl':>13}")
+    lines.append(f"cost model: {device} {device_calibrate.status(device)}")
+    lines.append(f"{'example':14} {'n':>8} {'c':>10} {'openmp':>10} {device:>10} "
+                 f"{device + '/openmp':>14} {device + ' first call':>18} {'model':>10} "
+                 f"{'model/' + device:>13} {'fastest':>8} {'model picks':>12}")
     ratios, errors = [], []
     for row in rows:
         best = row["best_s"]
-        ratio = best["opencl"] / best["openmp"]
+        ratio = best[device] / best["openmp"]
         ratios.append(ratio)
-        model = row["opencl_predicted_s"]
+        model = row["device_predicted_s"]
         if model is not None:
-            errors.append(model / best["opencl"])
+            errors.append(model / best[device])
         lines.append(f"{row['example']:14} {row['n']:>8} {_s(best['c']):>10} "
-                     f"{_s(best['openmp']):>10} {_s(best['opencl']):>10} {ratio:>14.2f} "
-                     f"{_s(row['opencl_first_s']):>18} "
+                     f"{_s(best['openmp']):>10} {_s(best[device]):>10} {ratio:>14.2f} "
+                     f"{_s(row['device_first_s']):>18} "
                      f"{_s(model) if model is not None else '-':>10} "
-                     f"{model / best['opencl'] if model is not None else float('nan'):>13.2f}")
+                     f"{model / best[device] if model is not None else float('nan'):>13.2f} "
+                     f"{min(best, key=best.get):>8} {row['model_pick'] or '-':>12}")
     geomean = float(np.exp(np.mean(np.log(ratios)))) if ratios else float("nan")
-    lines.append(f"opencl/openmp geomean {geomean:.2f}, fastest OpenCL at "
-                 f"{sum(1 for r in rows if min(r['best_s'], key=r['best_s'].get) == 'opencl')}"
+    lines.append(f"{device}/openmp geomean {geomean:.2f}, fastest {device} at "
+                 f"{sum(1 for r in rows if min(r['best_s'], key=r['best_s'].get) == device)}"
+                 f" of {len(rows)} examples")
+    lines.append(f"the model's fastest (of these three, warm) is the measured fastest at "
+                 f"{sum(1 for r in rows if r['model_pick'] == min(r['best_s'], key=r['best_s'].get))}"
                  f" of {len(rows)} examples")
     if errors:
-        lines.append(f"model/opencl (predicted over measured): geomean "
+        lines.append(f"model/{device} (predicted over measured): geomean "
                      f"{float(np.exp(np.mean(np.log(errors)))):.2f}, from {min(errors):.2f} to "
                      f"{max(errors):.2f}")
     lines.append("host loop, per iteration of a time loop launching two kernels on 16 "
                  "elements (difference of 100 and 1100 iterations):")
-    host = host_loop_cost(args.rounds)
+    host = host_loop_cost(args.rounds, device)
     for label, seconds in host.items():
         lines.append(f"  {label:32} {_s(seconds):>10}")
     lines.append(f"load average at end: {_load()}")
-    if shutil.which("nvcc"):
+    if shutil.which("nvcc") and not args.no_registers:
         lines.append("")
-        lines.append("nvcc -arch=sm_90 -Xptxas -v (compile time only: no GPU here)")
+        lines.append("nvcc -arch=sm_90 -Xptxas -v (compile time, no GPU needed)")
         lines.append(f"{'example':14} {'nest':>4} {'kernel':32} {'registers':>9} {'spills':>7} "
                      f"{'occupancy@128':>14}")
         for r in register_report(args.only):
