@@ -238,6 +238,22 @@ def grid_limits(device: int = 0):
         (attrs[a.MAX_GRID_DIM_X], attrs[a.MAX_GRID_DIM_Y], attrs[a.MAX_GRID_DIM_Z]))
 
 
+#: The attributes ``device_attributes`` reads (pycuda's names of the driver's).
+ATTRIBUTES = ("MULTIPROCESSOR_COUNT", "WARP_SIZE", "COMPUTE_CAPABILITY_MAJOR", "CLOCK_RATE",
+              "MEMORY_CLOCK_RATE", "GLOBAL_MEMORY_BUS_WIDTH", "L2_CACHE_SIZE",
+              "MAX_THREADS_PER_MULTIPROCESSOR")
+
+
+def device_attributes(device: int = 0) -> dict[str, int]:
+    """``ATTRIBUTES`` of ``device`` by name, those its driver and pycuda know."""
+    cuda_context(device)
+    drv = _driver()
+    attrs = drv.Device(device).get_attributes()
+    return {name: int(attrs[getattr(drv.device_attribute, name)]) for name in ATTRIBUTES
+            if hasattr(drv.device_attribute, name) and
+            getattr(drv.device_attribute, name) in attrs}
+
+
 def to_device(array):
     """Copy a NumPy array to the GPU (a ``pycuda.gpuarray.GPUArray``)."""
     cuda_context()

@@ -455,3 +455,30 @@ def test_a_cpu_devices_bytes_come_with_the_hosts_reuse():
     gpu = dataclasses.replace(DEVICE, lane_scale=1e-6)
     assert device_cost(p, gpu, DEFAULTS)[1]["memory"] == \
         device_cost(streamed, gpu, DEFAULTS)[1]["memory"]
+
+
+@pytest.mark.parametrize("per_step, fixed", [(40e-6, 0.03), (5e-3, 0.03), (1e-7, 0.5)])
+def test_a_sweep_is_timed_over_steps_enough_to_show(per_step, fixed):
+    """device_probes._streamed: steps beyond the first run's grow until they show beside the
+    call's fixed cost (a GPU's step, 40 us, beside 30 ms of copies), and the bandwidth is the
+    step's bytes over its time; a run whose steps never show says nothing (None), where the
+    difference's floor once made 2.7e17 bytes per second on an H100."""
+    from specializers.loopnest.cost.device_probes import _streamed
+
+    steps_asked = []
+
+    def run(steps):
+        steps_asked.append(steps)
+        return fixed + steps * per_step
+
+    bandwidth = _streamed(run, 1e6)
+    assert bandwidth == pytest.approx(1e6 / per_step, rel=1e-6)
+    extra = steps_asked[-1] - steps_asked[0]
+    assert extra * per_step >= 0.25 * run(2) or extra >= 4096
+    assert _streamed(lambda steps: 0.03, 1e6) is None
+
+
+def test_only_a_cuda_gpu_takes_its_lanes_from_its_attributes():
+    from specializers.loopnest.cost.device_probes import _from_attributes
+
+    assert _from_attributes("opencl") is None
