@@ -52,6 +52,7 @@ since a device copy of each would no longer share it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 import numpy as np
 
@@ -255,9 +256,12 @@ class DeviceModuleBuilder(CModuleBuilder):
             lines.append(f"const int64_t asp_g_{var} = {self.dialect.global_index(a.axis)};")
             lines.append(f"if (asp_g_{var} >= asp_n_{var}) return;")
         lines += _OPEN_ERRORS + self.prologue()
-        for loop in band:
+        for position, loop in enumerate(band):
             var = c_identifier(loop.var)
             lines.append(f"const int64_t {var} = asp_lo_{var} + asp_g_{var} * asp_step_{var};")
+            if self.layout._depends_on(loop, band[:position]):   # a triangle's: its hull runs
+                start, stop, _, _ = emitter.bounds(loop)
+                lines.append(f"if ({var} < {start} || {var} >= {stop}) return;")
         lines += emitter.lines
         lines.append(_CLOSE_ERRORS)
         return Kernel(name, axes), lines
@@ -482,11 +486,30 @@ def launch_grid(kernel: Kernel, plan, t: dict[int, int] | None = None
     binding made ``plan``, in the kernel's axis order; ``t``: the iteration (counted from 0)
     of the host loop around it, on which its bounds may depend (triangular nests)."""
     out = []
+    mapped = {a.lid for a in kernel.axes}
     for a in kernel.axes:
         bound = plan.bound.loops[a.lid]
         step = bound.step
-        start, extent = _at(bound.start, t), _at(bound.extent, t)
-        out.append((start, step, _trips(extent, step)))
+        followed = sorted({lid for lid, _ in bound.start.coeffs + bound.extent.coeffs} & mapped)
+        if not followed:
+            start, extent = _at(bound.start, t), _at(bound.extent, t)
+            out.append((start, step, _trips(extent, step)))
+            continue
+        # a triangle's loop (step 1, ``DeviceLayout.triangle``): the union of its ranges over
+        # the corners of the loops it follows (affine bounds: the extremes are at corners)
+        ends = []
+        for lid in followed:
+            other = plan.bound.loops[lid]
+            trips = _trips(_at(other.extent, t), other.step)
+            ends.append((0, trips - 1) if trips else ())
+        firsts, lasts = [], []
+        for corner in itertools.product(*ends):
+            at = {**(t or {}), **dict(zip(followed, corner))}
+            first = _at(bound.start, at)
+            firsts.append(first)
+            lasts.append(first + _at(bound.extent, at))
+        lo = min(firsts, default=0)
+        out.append((lo, 1, max(0, max(lasts, default=lo) - lo)))
     return out
 
 

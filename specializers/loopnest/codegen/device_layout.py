@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .. import dast as d
+from ..schedule.distribution import distribute
 from ..schedule.tree import SLoop, SStmt, statement_ids
+from ..schedule.verify import violations
 from .cexpr import c_identifier, ctype, wrapping_arith
 from .device_fusion import fuse
 from .device_order import parallel_first
@@ -60,6 +62,16 @@ class DeviceLayout:
         self.types = types
         self.loops = {loop.lid: loop for loop in d.loops(analysis.nest.loop)}
         self.statements = {s.sid: s for s in analysis.statements}
+        self.schedule = self._distributed(plan)
+
+    def _distributed(self, plan):
+        """The plan's schedule with its parallel loops split where a part is a loop nest
+        (``schedule.distribution``), so that each part is a kernel whose band may take the
+        nest's loops (syr2k's rows scale, then update: two grids over i and j), kept only if
+        ``schedule.verify`` finds it legal."""
+        split = distribute(plan.schedule, self.loops)
+        return split if split is plan.schedule or not violations(split, plan.graph) \
+            else plan.schedule
 
     def bands(self) -> list[tuple[SLoop | tuple, tuple[d.Loop, ...], SLoop | None]] | None:
         """Per kernel: its top-level node (or a node in the body of a host loop), its band of
@@ -68,7 +80,7 @@ class DeviceLayout:
         node is a grid's or the segments are not ``_confined`` (then one work item runs it
         all)."""
         out, pending, kernels = [], [], []   # kernels: the top-level nodes of each, in order
-        root = self.plan.schedule.root
+        root = self.schedule.root
 
         def flush():
             if pending:
@@ -91,7 +103,7 @@ class DeviceLayout:
                     self._reducible(reductions, root[position + 1:]):
                 flush()
                 node = self._parallel_first(node)
-                out.append((node, self._band(node, reductions), None))
+                out.append((node, self._band(node, reductions, hull=not reductions), None))
                 kernels.append((node,))
             else:
                 pending.append(node)
@@ -148,17 +160,39 @@ class DeviceLayout:
     def _parallel_first(self, node, host: SLoop | None = None):
         """``node`` with its band's parallel loops outermost (``device_order``), so that the
         grid runs them all."""
-        return parallel_first(node, self.plan, self.loops, host) \
+        return parallel_first(node, self.schedule, self.plan, self.loops, host) \
             if isinstance(node, SLoop) else node
 
-    def _band(self, node: SLoop, reductions) -> tuple[d.Loop, ...]:
+    def _band(self, node: SLoop, reductions, hull: bool = False) -> tuple[d.Loop, ...]:
+        """``node``'s loop and the parallel loops perfectly nested in it that join its grid:
+        those whose bounds read no loop of the band, and with ``hull`` (a grid kernel of its
+        own, reducing nothing) those a triangle's hull runs (``triangle``)."""
         band, current = [self.loops[node.lid]], node
         while len(band) < MAX_AXES and len(current.body) == 1 and \
-                self._mappable(current.body[0], reductions) and \
-                not self._depends_on(self.loops[current.body[0].lid], band):
+                self._mappable(current.body[0], reductions):
+            inner = self.loops[current.body[0].lid]
+            if self._depends_on(inner, band) and not (hull and self.triangle(inner, band)):
+                break
             current = current.body[0]
-            band.append(self.loops[current.lid])
+            band.append(inner)
         return tuple(band)
+
+    def triangle(self, loop: d.Loop, band) -> bool:
+        """Whether ``loop``, whose range reads loops of ``band``, runs on the grid over its
+        hull (``device.launch_grid``: its ranges' union over the corners of the loops it
+        follows), each work item outside its own range idle (the kernel's guard): a step of
+        1, and it follows only band loops whose own ranges follow none (syr2k's j in
+        range(i + 1); a GPU ran its rows on n threads, each a row's triangle, 9 times OpenMP's
+        time on an H100 at n = 1024)."""
+        bound = self.plan.bound.loops[loop.lid]
+        names = {outer.var for outer in band}
+        if bound.step != 1 or bound.wide or \
+                any(isinstance(n, d.Var) and n.name in names for n in loop.step.walk()):
+            return False
+        followed = {lid for lid, _ in bound.start.coeffs + bound.extent.coeffs}
+        lids = {outer.lid for outer in band}
+        return followed <= lids and not any(
+            self._depends_on(self.loops[lid], band) for lid in followed)
 
     def _host_loop(self, node) -> bool:
         """A sequential top-level loop the host can drive: its body is parallel loops only

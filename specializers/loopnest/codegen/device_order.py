@@ -25,10 +25,10 @@ from ..schedule.tree import SLoop, SStmt, perfect_chain, statement_ids
 from ..schedule.verify import violations
 
 
-def parallel_first(node: SLoop, plan, loops: dict[int, d.Loop],
+def parallel_first(node: SLoop, schedule, plan, loops: dict[int, d.Loop],
                    host: SLoop | None = None) -> SLoop:
-    """``node`` (a top-level loop of ``plan``'s schedule, or one in the body of the host loop
-    ``host``) with its band's parallel loops moved outermost where that is legal; ``node``
+    """``node`` (a top-level loop of ``schedule``, the device's schedule of ``plan``, or one
+    in the body of its host loop ``host``) with its band's parallel loops moved outermost where that is legal; ``node``
     itself where its band is not perfect and rectangular, holds a reduction, a last-iteration
     scalar, a predicate or an exit, is parallel-first already, or the order is not legal."""
     chain = perfect_chain(node)
@@ -56,9 +56,10 @@ def parallel_first(node: SLoop, plan, loops: dict[int, d.Loop],
     for lid, parallel in reversed(order):
         inner = (SLoop(lid, parallel, inner, (), private, ()),)
     reordered = inner[0]
-    schedule = dataclasses.replace(plan.schedule,
-                                   root=_replaced(plan.schedule.root, node, reordered))
-    return node if violations(schedule, plan.graph) else reordered
+    changed = dataclasses.replace(schedule, root=_replaced(schedule.root, node, reordered))
+    if changed.root == schedule.root:
+        return node   # (not found: nothing to check it against)
+    return node if violations(changed, plan.graph) else reordered
 
 
 def _vectors(edges, sids: set[int], band: list[int], host: SLoop | None

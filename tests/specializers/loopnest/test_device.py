@@ -281,6 +281,65 @@ def test_the_parallel_loops_of_a_band_move_onto_the_grid_where_legal(cls, args, 
     assert all(np.array_equal(g, w) for g, w in zip(got, want) if isinstance(g, np.ndarray))
 
 
+TRIANGLES = {
+    "lower": "range(i + 1)", "upper": "range(i, n)", "strict": "range(i + 1, n)",
+    "shrinking": "range(n - i)", "rising": "range(n - i - 1, n)",
+}
+
+
+def _triangle(rows: str, three: bool = False):
+    """A kernel whose inner loop's range follows the row: each instance adds once to its own
+    element (an instance run twice, or never, shows), under a row's scaling split off."""
+    body = ["for k in range(3):", "    X[i, j, k] += j * 0.5 + k"] if three else \
+        ["X[i, j] += j * 0.5 + 1.0"]
+    lines = ["from specializers.loopnest import LoopKernel", "",
+             "class Triangle(LoopKernel):", "    def kernel(self, X, n):",
+             "        for i in range(n):",
+             f"            X[i, 0{', 0' if three else ''}] *= 2.0",
+             f"            for j in {rows}:"] + ["                " + line for line in body]
+    return load_source("\n".join(lines) + "\n", "Triangle")
+
+
+@pytest.mark.parametrize("rows", list(TRIANGLES))
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 40])
+@pytest.mark.parametrize("backend", [pytest.param("opencl", marks=needs_opencl),
+                                     "cuda-emulated", ON_GPU])
+def test_a_triangle_runs_on_the_grid_over_its_hull(rows, n, backend):
+    """A parallel loop whose body scales its row and then walks a triangle is split
+    (schedule.distribution), and the triangle's loop joins the grid over its hull
+    (launch_grid), the work items outside their row's range idle: every instance once, as
+    Python runs it."""
+    Triangle = _triangle(TRIANGLES[rows])
+    X = np.random.default_rng(n).random((max(n, 1), max(n, 1)))
+    want = X.copy()
+    Triangle().original_kernel(want, n)
+    kernel, (got, _), _ = run_strict(Triangle, backend, (X, n))
+    assert np.array_equal(got, want)
+    if n:
+        module = _module(Triangle, (X, n), "cuda")
+        assert [[a.var for a in k.axes] for k in module.kernels][-1] == ["j", "i"]
+
+
+@pytest.mark.parametrize("backend", [pytest.param("opencl", marks=needs_opencl),
+                                     "cuda-emulated", ON_GPU])
+def test_a_triangle_with_a_loop_inside_each_work_item(backend):
+    Triangle = _triangle("range(i + 1)", three=True)
+    X = np.random.default_rng(1).random((9, 9, 3))
+    want = X.copy()
+    Triangle().original_kernel(want, 9)
+    _, (got, _), _ = run_strict(Triangle, backend, (X, 9))
+    assert np.array_equal(got, want)
+
+
+def test_the_examples_syr2k_runs_each_part_on_a_two_dimensional_grid():
+    from examples.syr2k import Syr2k, make_inputs
+
+    module = _module(Syr2k, make_inputs(12, 8), "cuda")
+    assert [[a.var for a in k.axes] for k in module.kernels] == [["j", "i"], ["j", "i"]]
+    nest = module.source.partition("/* ---- the nest ---- */")[2]
+    assert nest.count("if (j < ") == 2   # each kernel's guard of the triangle
+
+
 class Broadcast(LoopKernel):
     def kernel(self, out, x, y, n, m):
         for i in range(n):
