@@ -313,6 +313,16 @@ def _single_precision_program(opencl, module: DeviceModule, device: str) -> Any:
         raise BackendUnavailable(f"{refusal} (through a helper: {exc})") from exc
 
 
+def gpu_layout(backend: str) -> bool:
+    """Whether ``backend``'s kernels are laid out for a GPU (``DeviceLayout``): CUDA's and
+    its emulation's, and OpenCL's on a device that is not a CPU."""
+    if backend != "opencl":
+        return True
+    from asp_core.backends import opencl
+
+    return opencl.device().kind != "CPU"
+
+
 def device_memory(backend: str) -> int | None:
     """Bytes of memory of the device ``backend`` runs on (None: the host's, emulated)."""
     if backend == "opencl":

@@ -240,15 +240,16 @@ class NestRunner(Specializer):
                    if isinstance(sig, ArraySig)}
         return profile(self.analysis, plan, info, layouts)
 
-    def _device_profile_of(self, signature, profile):
-        """The cost model's profile of the device kernels of a binding and call signature."""
+    def _device_profile_of(self, signature, profile, gpu: bool = True):
+        """The cost model's profile of the device kernels of a binding and call signature,
+        laid out for a GPU or a CPU device (``gpu``)."""
         from .cost.device import device_profile
         from .cost.machine import machine
         from .typeinfer import infer_types
 
         types, key = signature
         return device_profile(self.analysis, self.analysis.plan(key),
-                              infer_types(self.analysis, types), profile, machine())
+                              infer_types(self.analysis, types), profile, machine(), gpu)
 
     def build(self, backend: str, signature, args: Sequence[Any]) -> Variant:
         analysis = self.analysis
@@ -342,8 +343,11 @@ class NestRunner(Specializer):
         memo = (backend, plan.schedule, _modes(plan), loop_ranges(plan), signature)
         run = self._executors.get(memo)
         if run is None:
+            from .device_variants import gpu_layout
+
             dialect = "cuda" if backend.startswith("cuda") else "opencl"
-            module = device_module(dialect, self.analysis, plan, types, signature, self.name)
+            module = device_module(dialect, self.analysis, plan, types, signature, self.name,
+                                   gpu_layout(backend))
             analysis = self.analysis
             run = DeviceVariant(backend, module, analysis, lambda: analysis.plan(self._key),
                                 raise_beyond=bool(self._forced) or self.strict)

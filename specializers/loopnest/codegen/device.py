@@ -179,12 +179,14 @@ class DeviceModuleBuilder(CModuleBuilder):
     on_error = "guard"
     tiles = ""
 
-    def __init__(self, dialect: Dialect, analysis, plan, types, signature, title: str):
+    def __init__(self, dialect: Dialect, analysis, plan, types, signature, title: str,
+                 gpu: bool = True):
         super().__init__(analysis, plan, types, signature, title)
         self.dialect = dialect
         self.variant = dialect.name
         self.expr.wrapping = True
-        self.layout = DeviceLayout(analysis, plan, types)
+        self.gpu = gpu
+        self.layout = DeviceLayout(analysis, plan, types, gpu)
         overlapping = sorted({a for pair in plan.bound.overlapping for a in pair})
         if overlapping:
             raise UnsupportedArgument(
@@ -192,7 +194,8 @@ class DeviceModuleBuilder(CModuleBuilder):
                 "device: each would be copied there on its own")
 
     def key(self) -> str:
-        return stable_key("loopnest-device", self.dialect.name, *self.key_parts())
+        return stable_key("loopnest-device", self.dialect.name, "gpu" if self.gpu else "cpu",
+                          *self.key_parts())
 
     # -- arrays: C-contiguous copies, in the device's address space ------------------------------
 
@@ -259,7 +262,7 @@ class DeviceModuleBuilder(CModuleBuilder):
         for position, loop in enumerate(band):
             var = c_identifier(loop.var)
             lines.append(f"const int64_t {var} = asp_lo_{var} + asp_g_{var} * asp_step_{var};")
-            if self.layout._depends_on(loop, band[:position]):   # a triangle's: its hull runs
+            if self.layout.depends_on(loop, band[:position]):   # a triangle's: its hull runs
                 start, stop, _, _ = emitter.bounds(loop)
                 lines.append(f"if ({var} < {start} || {var} >= {stop}) return;")
         lines += emitter.lines
@@ -474,10 +477,12 @@ def _innermost(node: SLoop, band) -> SLoop:
     return node
 
 
-def device_module(dialect: str, analysis, plan, types, signature, title: str) -> DeviceModule:
-    """The device module of ``plan`` for a call signature in ``dialect`` ("opencl", "cuda")."""
+def device_module(dialect: str, analysis, plan, types, signature, title: str,
+                  gpu: bool = True) -> DeviceModule:
+    """The device module of ``plan`` for a call signature in ``dialect`` ("opencl", "cuda"),
+    laid out for a GPU or, with ``gpu`` false, a CPU device (``DeviceLayout``)."""
     return DeviceModuleBuilder(DIALECTS[dialect], analysis, plan, types, signature,
-                               title).build()
+                               title, gpu).build()
 
 
 def launch_grid(kernel: Kernel, plan, t: dict[int, int] | None = None

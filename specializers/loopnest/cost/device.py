@@ -180,8 +180,8 @@ class DeviceProfile:
 FRESH_BYTES = 32 << 20
 
 
-def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
-                   ) -> DeviceProfile:
+def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams,
+                   gpu: bool = True) -> DeviceProfile:
     """The kernels a device module of ``plan`` runs (``codegen.device_layout``) and what each
     does, from the nest's CPU ``profile`` of the same call (its statements' counts, features
     and bytes, its arrays' footprint)."""
@@ -199,7 +199,7 @@ def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
                 moved += s.instances * s.bytes
         return compute, guarded, moved
 
-    bands = DeviceLayout(analysis, plan, types).bands()
+    bands = DeviceLayout(analysis, plan, types, gpu).bands()
     kernels = []
     if bands is None:   # the whole nest on one work item
         compute, guarded, moved = work(list(by_sid))

@@ -145,10 +145,11 @@ class NestEstimator:
     def _device_estimate(self, backend: str, signature: Hashable, profile, built,
                          size: int, cpu: list[Estimate]) -> Estimate:
         dev = device_calibrate.params(backend)
-        found = self._device_profiles.get(signature, None)
+        gpu = not dev.host_memory   # (a CPU device's kernels keep the CPU's loop order)
+        found = self._device_profiles.get((signature, gpu), None)
         if found is None:
-            found = self._device_profiles.put(signature,
-                                              self._device_profile_of(signature, profile))
+            found = self._device_profiles.put(
+                (signature, gpu), self._device_profile_of(signature, profile, gpu))
         seconds, terms = device_cost(found, dev, machine(), cpu_cores(), others_busy())
         if dev.host_memory:
             # A CPU device runs the same loops on the same cores and memory as the compiled

@@ -281,6 +281,32 @@ def test_the_parallel_loops_of_a_band_move_onto_the_grid_where_legal(cls, args, 
     assert all(np.array_equal(g, w) for g, w in zip(got, want) if isinstance(g, np.ndarray))
 
 
+@needs_opencl
+def test_a_cpu_device_keeps_the_cpus_loop_order():
+    """PoCL runs work items on the host's cores and vectorizes each one's innermost loop:
+    gemm keeps i on the grid and j innermost in each work item there (k inside each work item
+    ran it 3 to 4 times slower); the GPU's layout takes i and j. The cost model prices the
+    layout each device gets."""
+    from specializers.loopnest.device_variants import gpu_layout
+    from specializers.loopnest.typeinfer import infer_types
+
+    assert not gpu_layout("opencl") and gpu_layout("cuda") and gpu_layout("cuda-emulated")
+    args = tuple(np.random.default_rng(3).random((9, 9)) for _ in range(3)) + (9,)
+    kernel = KOuter(backend="python")
+    kernel.kernel(*copy.deepcopy(args))
+    runner = kernel._asp_current.runners[0]
+    types, _ = runner.signature(runner.last_inputs)
+    info = infer_types(runner.analysis, types)
+    axes = {gpu: [[a.var for a in k.axes] for k in device_module(
+        "opencl", runner.analysis, runner.last_plan, info, types, "t", gpu).kernels]
+        for gpu in (True, False)}
+    assert axes == {True: [["j", "i"]], False: [["i"]]}
+    want = copy.deepcopy(args)
+    KOuter().original_kernel(*want)
+    _, got, _ = run_strict(KOuter, "opencl", args)
+    assert np.array_equal(got[0], want[0])
+
+
 TRIANGLES = {
     "lower": "range(i + 1)", "upper": "range(i, n)", "strict": "range(i + 1, n)",
     "shrinking": "range(n - i)", "rising": "range(n - i - 1, n)",
