@@ -236,6 +236,12 @@ def to_device(array: np.ndarray) -> Any:
                      else np.zeros(1, np.uint8))
 
 
+def empty_on_device(nbytes: int) -> Any:
+    """A device buffer of ``nbytes`` whose contents are undefined (a kernel writes them all)."""
+    cl = _cl()
+    return cl.Buffer(context(), cl.mem_flags.READ_WRITE, size=max(nbytes, 1))
+
+
 def from_device(buffer: Any, like: np.ndarray) -> np.ndarray:
     """A new C-contiguous array with the shape and dtype of ``like``, read from ``buffer``."""
     return from_device_many([(buffer, like)])[0]

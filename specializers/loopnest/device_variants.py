@@ -73,6 +73,11 @@ class _Target:
     def upload(self, array: np.ndarray) -> Any:
         raise NotImplementedError
 
+    def allocate(self, like: np.ndarray) -> Any:
+        """A buffer for an array like ``like`` that the call overwrites whole
+        (``coverage``): nothing copied in."""
+        return self.upload(like)
+
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
@@ -206,6 +211,9 @@ class OpenCLTarget(_Target):
     def upload(self, array: np.ndarray) -> Any:
         return self._cl.to_device(array)
 
+    def allocate(self, like: np.ndarray) -> Any:
+        return self._cl.empty_on_device(like.nbytes)
+
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:
         return self._cl.from_device(buffer, like)
 
@@ -265,6 +273,13 @@ class EmulatedCudaTarget(_CudaLaunches):
     def upload(self, array: np.ndarray) -> Any:
         return np.array(array, order="C", copy=True)
 
+    def allocate(self, like: np.ndarray) -> Any:
+        # every byte set: an element the kernels leave unwritten reads as NaN or -1, and the
+        # checker's results differ from Python's (a GPU's memory would hold anything)
+        buffer = np.empty(like.shape, like.dtype)
+        buffer.view(np.uint8).fill(0xFF)
+        return buffer
+
     def address(self, buffer: np.ndarray) -> int:
         return buffer.ctypes.data
 
@@ -285,6 +300,9 @@ class CudaTarget(_CudaLaunches):
 
     def upload(self, array: np.ndarray) -> Any:
         return self._cuda.to_device(np.ascontiguousarray(array))
+
+    def allocate(self, like: np.ndarray) -> Any:
+        return self._cuda.empty_on_device(like.shape, like.dtype)
 
     def address(self, buffer: Any) -> int:
         # pycuda allocates nothing for an empty array (gpudata None): no thread reads it
@@ -351,6 +369,8 @@ class DeviceVariant:
         self._target = TARGETS[backend](module)
         self._plan_of = plan_of
         self._raise_beyond = raise_beyond
+        self._analysis = analysis
+        self._overwritten: tuple[Any, frozenset] = (None, frozenset())  # (plan, positions)
         self._results = NestResults(analysis, module.outputs)
         self._out_dtype = module.out_dtype()
         # consecutive kernels run by one host loop form a group; every other kernel its own
@@ -394,10 +414,26 @@ class DeviceVariant:
         target.launch(kernel.name, args + extra, sizes, kernel.group, base)
         return groups, total, partials
 
+    def _fresh_positions(self, plan) -> frozenset[int]:
+        """The input positions of the arrays this call overwrites whole (``coverage``: they
+        need no copy to the device), for the binding of ``plan`` (memoized on the last)."""
+        if self._overwritten[0] is not plan:
+            from .coverage import overwritten
+
+            names = overwritten(self._analysis, plan)
+            canonical = plan.bound.canonical
+            inputs = self._analysis.names.inputs
+            self._overwritten = (plan, frozenset(
+                arg.position for arg in self.module.arguments if arg.kind == "array" and
+                canonical.get(inputs[arg.position]) in names))
+        return self._overwritten[1]
+
     def __call__(self, *inputs: Any) -> Any:
         module, target = self.module, self._target
         buffers: dict[int, Any] = {}     # input position -> its buffer
         by_memory: dict[tuple, Any] = {}  # one buffer per array memory (arguments passed twice)
+        plan = self._plan_of()
+        fresh = self._fresh_positions(plan)
         args = []
         for arg, ctype in zip(module.arguments, module.argument_types):
             value = inputs[arg.position]
@@ -408,7 +444,8 @@ class DeviceVariant:
                     if memory not in by_memory:
                         data = value.view(np.uint8) if value.dtype == np.bool_ and \
                             ctype == "uint8_t" else value
-                        by_memory[memory] = target.upload(data)
+                        by_memory[memory] = target.allocate(data) \
+                            if arg.position in fresh else target.upload(data)
                     buffers[arg.position] = by_memory[memory]
                 args.append(buffers[arg.position])
             elif arg.kind == "shape":
@@ -417,7 +454,6 @@ class DeviceVariant:
                 args.append(NUMPY_OF_CTYPE[ctype](value))
         failed = target.upload(np.zeros(1, np.int32))
         out = target.upload(np.zeros(1, self._out_dtype))
-        plan = self._plan_of()
         groups = total = 0
         partials: list[Any] = []
         for group in self._groups:

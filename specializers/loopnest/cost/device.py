@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..codegen.device_layout import DeviceLayout, loop_ids, statement_ids
+from ..coverage import overwritten
 from . import domain
 from .machine import MachineParams
 from .models import OVERSUBSCRIBED, NestProfile, source_chain
@@ -232,16 +233,22 @@ def device_profile(analysis, plan, types, profile: NestProfile, m: MachineParams
             else:
                 kernels.append(KernelLoad(launches, items / max(launches, 1), compute,
                                           guarded, moved))
-    # every array goes to the device (``profile.footprint``), those written come back
+    # every array goes to the device (``profile.footprint``) but those the call overwrites
+    # whole (``coverage``: allocated there, nothing copied in); those written come back
     written = {acc.array for st in analysis.access.statements for acc in st.accesses
                if acc.write}
     sizes = {name: math.prod(shape) * types.arrays[name].dtype.itemsize
              for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes)}
+    whole = overwritten(analysis, plan)
+    kept = {name for name in sizes if plan.bound.canonical[name] in whole and
+            plan.bound.canonical[name] == name}
     downloaded = sum(size for name, size in sizes.items() if name in written)
     fresh = {name: size for name, size in sizes.items() if size >= FRESH_BYTES}
-    copies = len(analysis.names.arrays) + len(written)
-    return DeviceProfile(tuple(kernels), float(profile.footprint), float(downloaded), copies,
-                         float(profile.footprint), float(sum(fresh.values())),
+    copies = len(analysis.names.arrays) - len(kept) + len(written)
+    return DeviceProfile(tuple(kernels),
+                         float(max(0, profile.footprint - sum(sizes[n] for n in kept))),
+                         float(downloaded), copies, float(profile.footprint),
+                         float(sum(size for name, size in fresh.items() if name not in kept)),
                          float(sum(size for name, size in fresh.items() if name in written)),
                          _host_reuse(profile, m))
 
