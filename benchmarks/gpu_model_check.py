@@ -10,8 +10,10 @@ parameters: the GPU's quick calibration as it stood ("calibrated": the lanes and
 probes read) and the same with a CUDA GPU's lanes, lane scale and bandwidth from its
 attributes (``cost.device.cuda_params``: what ``device_probes`` now takes; the H100's
 attributes as NVIDIA documents them). The launch, the call and the copies' bandwidths are the
-calibration's (its line in RESULTS). A kernel whose layout changed since the GPU ran it is
-priced as it is now, measured as it was then: say so beside a figure.
+calibration's (its line in RESULTS). A kernel whose layout or copies changed since the GPU ran
+it is priced as it is now, measured as it was then: say so beside a figure (the H100's
+results predate ``coverage``, which no longer copies in vadd's, hilbert's and other outputs
+overwritten whole, and syr2k's 2-D grids).
 """
 
 from __future__ import annotations
