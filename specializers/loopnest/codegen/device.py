@@ -265,9 +265,27 @@ class DeviceModuleBuilder(CModuleBuilder):
             if self.layout.depends_on(loop, band[:position]):   # a triangle's: its hull runs
                 start, stop, _, _ = emitter.bounds(loop)
                 lines.append(f"if ({var} < {start} || {var} >= {stop}) return;")
+        for alias, var in self._fused_names(node, band):
+            lines.append(f"const int64_t {alias} = {var};")
         lines += emitter.lines
         lines.append(_CLOSE_ERRORS)
         return Kernel(name, axes), lines
+
+    def _fused_names(self, node: SLoop, band) -> list[tuple[str, str]]:
+        """(name, band variable) of each loop of a sibling fused into ``node``
+        (``device_fusion``) whose variable has another name than the band loop it runs as."""
+        access = self.analysis.access
+        out: dict[str, str] = {}
+        for sid in statement_ids(node):
+            loops = access.statements[sid].loops
+            for loop in band:
+                if loop.lid in loops:
+                    continue   # (the band's own statement)
+                # the sibling's loop at the band loop's depth (fusion matched them so)
+                own = self.loops[loops[access.loop(loop.lid).depth - 1]].var
+                if own != loop.var:
+                    out[c_identifier(own)] = c_identifier(loop.var)
+        return list(out.items())
 
     def _single_kernel(self, name: str, outputs: list[str], nodes: tuple | None = None
                        ) -> tuple[Kernel, list[str]]:
