@@ -479,7 +479,18 @@ def test_a_sweep_is_timed_over_steps_enough_to_show(per_step, fixed):
     assert _streamed(lambda steps: 0.03, 1e6) is None
 
 
-def test_only_a_cuda_gpu_takes_its_lanes_from_its_attributes():
+def test_only_a_cuda_gpu_takes_its_lanes_from_its_attributes(monkeypatch):
+    """A CUDA GPU's lanes, lane scale and bandwidth come from the attributes pycuda reads (a
+    driver of the test's own: an H100's); an OpenCL device's from its probes."""
+    from asp_core.backends import cuda
     from specializers.loopnest.cost.device_probes import _from_attributes
 
     assert _from_attributes("opencl") is None
+    h100 = {"MULTIPROCESSOR_COUNT": 132, "WARP_SIZE": 32, "COMPUTE_CAPABILITY_MAJOR": 9,
+            "CLOCK_RATE": 1_980_000, "MEMORY_CLOCK_RATE": 2_619_000,
+            "GLOBAL_MEMORY_BUS_WIDTH": 5120, "L2_CACHE_SIZE": 50 << 20}
+    monkeypatch.setattr(cuda, "device_attributes", lambda device=0: h100)
+    monkeypatch.setattr(cuda, "device_architecture", lambda device=0: "sm_90")
+    p = _from_attributes("cuda")
+    assert p.lanes == 132 * 4 * 32 and p.lane_scale == pytest.approx(12.0 / 1.98)
+    assert 3.0e12 < p.bandwidth < 3.6e12 and p.device == "sm_90"
