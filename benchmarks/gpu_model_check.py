@@ -91,11 +91,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     times, line = measured(args.results.read_text())
     calibrated = calibrated_params(line)
+    derived = cuda_params(H100, "H100")
     attributes = dataclasses.replace(
-        calibrated, lanes=cuda_params(H100, "H100").lanes,
-        units=cuda_params(H100, "H100").units, lane_scale=cuda_params(H100, "H100").lane_scale,
-        bandwidth=cuda_params(H100, "H100").bandwidth,
-        cache_bandwidth=cuda_params(H100, "H100").cache_bandwidth)
+        calibrated, lanes=derived.lanes, units=derived.units, lane_scale=derived.lane_scale,
+        bandwidth=derived.bandwidth, cache_bandwidth=derived.cache_bandwidth)
     params = {"calibrated": calibrated, "attributes": attributes}
     print(f"measured on the GPU: {args.results}")
     print(f"{'example':14} {'n':>8} {'measured':>10} " +

@@ -190,9 +190,7 @@ class DeviceLayout:
         range(i + 1); a GPU ran its rows on n threads, each a row's triangle, 9 times OpenMP's
         time on an H100 at n = 1024)."""
         bound = self.plan.bound.loops[loop.lid]
-        names = {outer.var for outer in band}
-        if bound.step != 1 or bound.wide or \
-                any(isinstance(n, d.Var) and n.name in names for n in loop.step.walk()):
+        if bound.step != 1 or bound.wide or _reads(loop.step, band):
             return False
         followed = {lid for lid, _ in bound.start.coeffs + bound.extent.coeffs}
         lids = {outer.lid for outer in band}
@@ -245,9 +243,7 @@ class DeviceLayout:
     @staticmethod
     def depends_on(loop: d.Loop, band) -> bool:
         """Whether a bound of ``loop`` reads the variable of a loop of ``band``."""
-        names = {outer.var for outer in band}
-        return any(isinstance(n, d.Var) and n.name in names
-                   for bound in (loop.start, loop.stop, loop.step) for n in bound.walk())
+        return any(_reads(bound, band) for bound in (loop.start, loop.stop, loop.step))
 
     def axes(self, band: tuple[d.Loop, ...], sids: Sequence[int]) -> tuple[Axis, ...]:
         """The band's loops on grid axes: x for the loop whose neighbouring threads touch
@@ -265,6 +261,12 @@ class DeviceLayout:
         first = min(range(len(band)), key=rank)
         order = [first] + [k for k in range(len(band)) if k != first]
         return tuple(Axis(band[k].lid, axis, band[k].var) for axis, k in enumerate(order))
+
+
+def _reads(expr: d.Expr, band) -> bool:
+    """Whether ``expr`` reads the variable of a loop of ``band``."""
+    names = {outer.var for outer in band}
+    return any(isinstance(n, d.Var) and n.name in names for n in expr.walk())
 
 
 #: The stride ``thread_stride`` gives a loop that walks a dimension before the last (a whole

@@ -181,16 +181,16 @@ def _sweeps(backend: str, timed, cache_bytes: int, count: int) -> dict[str, floa
                # (in runs as the call without launches is, so that a run's first call's
                # wait, which the difference is to cancel, is the same share of both)
                "launches": (sweeps, (np.ones(3), x_small, count), NONE_CALLS)})
+    def swept(x: np.ndarray):
+        """``_streamed``'s run: a call of ``steps`` steps over arrays like ``x``."""
+        return lambda steps: timed({0: (sweeps, (np.ones(x.size), x, steps))})[0]
+
     # a step reads x and writes y, then reads y and writes x: 32 bytes an element (two steps
     # against more: the first touches of new buffers, in the first step, cancel)
-    bandwidth = _streamed(lambda steps: timed({0: (sweeps, (np.ones(LARGE), x_large,
-                                                        steps))})[0], 32 * LARGE)
-    in_cache = _streamed(lambda steps: timed({0: (sweeps, (np.ones(fits), x_fits,
-                                                       steps))})[0], 32 * fits, base=10)
     return {"none_s": t["none"],
             "launch_ns": max(t["launches"] - t["none"], 0.0) / (2 * count) * 1e9,
-            "bandwidth": bandwidth,
-            "cache_bandwidth": max(bandwidth or 0.0, in_cache or 0.0) or None}
+            "bandwidth": _streamed(swept(x_large), 32 * LARGE),
+            "cache_bandwidth": _streamed(swept(x_fits), 32 * fits, base=10)}
 
 
 #: ``_streamed``'s most steps beyond its first run's: a GPU's step over two arrays of
