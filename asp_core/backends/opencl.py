@@ -251,13 +251,16 @@ def from_device_many(pairs: list[tuple[Any, np.ndarray]]) -> list[np.ndarray]:
     """``from_device`` of each (buffer, like) pair, the reads enqueued together and waited
     for once: a blocking read waits for the driver's queue to wake and drain (about 65 us each
     on PoCL here), so four of them cost a call four waits."""
+    outs = [np.empty(like.shape, like.dtype) for _, like in pairs]
+    read_into([(buffer, out) for (buffer, _), out in zip(pairs, outs)])
+    return outs
+
+
+def read_into(pairs: list[tuple[Any, np.ndarray]]) -> None:
+    """Each (buffer, array) pair's buffer read into its array (C-contiguous, of the buffer's
+    size), the reads enqueued together and waited for once."""
     cl = _cl()
-    outs, events = [], []
-    for buffer, like in pairs:
-        out = np.empty(like.shape, like.dtype)
-        if out.nbytes:
-            events.append(cl.enqueue_copy(queue(), out, buffer, is_blocking=False))
-        outs.append(out)
+    events = [cl.enqueue_copy(queue(), out, buffer, is_blocking=False)
+              for buffer, out in pairs if out.nbytes]
     if events:
         cl.wait_for_events(events)
-    return outs

@@ -83,8 +83,9 @@ class DeviceParams:
     init_s: float          # the first use in a process: driver and context
     simple_ns: float = 0.0  # the calibration's simplest statement, serial C, per instance
     host_memory: bool = False   # a CPU device: its memory is the host's (see device_cost)
-    #: copies of arrays of ``FRESH_BYTES`` and more, into memory the allocator maps anew for
-    #: each (0: not measured, as ``upload_bw`` / ``download_bw``)
+    #: copies of arrays of ``FRESH_BYTES`` and more: uploads into device memory allocated
+    #: anew for each, downloads into the caller's arrays (0: not measured, as ``upload_bw``
+    #: / ``download_bw``)
     upload_fresh_bw: float = 0.0
     download_fresh_bw: float = 0.0
     source: str = ""

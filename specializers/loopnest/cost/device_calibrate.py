@@ -34,7 +34,7 @@ from .device import FRESH_BYTES, DeviceParams
 log = logging.getLogger("asp.loopnest.calibrate")
 
 RECORD = "loopnest-device"
-FORMAT = 11  # 2: host_memory; 3: init_s measured in a new process where this one used the device;
+FORMAT = 12  # 2: host_memory; 3: init_s measured in a new process where this one used the device;
 #            4: init_s, the first build in a new process beyond a later one (``first_use``);
 #            5: ... with the compiler probe made before the timed process;
 #            6: call_ns from calls in a row, transfer_ns from copies read back together;
@@ -43,7 +43,8 @@ FORMAT = 11  # 2: host_memory; 3: init_s measured in a new process where this on
 #            9: upload_fresh_bw and download_fresh_bw; 10: lane_scale against serial C
 #            measured (it was against the model's cost of a latency-bound chain);
 #            11: a GPU's lanes and lane scale from its attributes, bandwidths measured
-#            until the steps show (a 10 could store 2.7e17 bytes per second)
+#            until the steps show (a 10 could store 2.7e17 bytes per second);
+#            12: downloads straight into host arrays in use, as calls now read large ones
 #: The device backends the cost model may offer, and the package each needs.
 PACKAGES = {"opencl": "pyopencl", "cuda": "pycuda"}
 

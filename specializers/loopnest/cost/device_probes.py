@@ -17,8 +17,9 @@ once per machine (its section 3.4):
 * copies as a call makes them (``_transfers``): ``transfer_ns``, copies of 8 bytes, nine
   against one, read back together; ``upload_bw``, arrays of 2**20 elements uploaded (and
   ``upload_fresh_bw``, of 2**22: ``device.FRESH_BYTES``);
-  ``download_bw``, three of them read back together against one, each copied into a host
-  array as a call copies it into the caller's;
+  ``download_bw``, three of them read back together against one, each straight into a host
+  array in use, as a call reads arrays of ``device_variants.DIRECT_BYTES`` and more into the
+  caller's;
 * ``build_s``: building ``DeviceWide``'s program once more, under a new name; ``init_s``: the
   device's first build in a new process beyond a later one (``first_use``: the driver, a
   context, the device code generation's modules and templates), as serial C's is measured; a
@@ -216,22 +217,22 @@ def _streamed(run, step_bytes: float, base: int = 2) -> float | None:
 def _transfers(backend: str, repeats: int) -> dict[str, float]:
     """A copy's fixed cost (``transfer_ns``, either way) and the bandwidths of uploads and
     downloads, measured on the operations a call makes (``_copies``): arrays uploaded one by
-    one, then read back together (on OpenCL with one wait for all) and copied into the
-    caller's arrays. The wait, once per call, cancels (nine copies against one, three reads
+    one, then read back together (on OpenCL with one wait for all) into the caller's
+    arrays. The wait, once per call, cancels (nine copies against one, three reads
     against one): it is part of ``call_ns``. Each copy timed on its own, a download waited for
     the driver's queue to wake each time: 17 to 34 us per copy on PoCL here, more than a whole
     call's four copies cost. Timed in runs of a few, on arrays of ``COPIED`` elements (taken
     from a call that copied two arrays both ways after the other probes' large arrays, the
     bandwidth read 1.9 to 4 GB/s in calibrations, where a call of vadd on arrays of 16 MiB
     moved its bytes at 5 to 7)."""
-    upload, download_many = _copies(backend)
+    upload, read_into = _copies(backend)
     one = np.ones(1)
 
-    def copies(count: int):
+    def copies(count: int):   # small arrays: read with the error word, into new arrays
         def run(n: int) -> None:
             for _ in range(n):
                 made = [upload(one) for _ in range(count)]
-                download_many([(b, one) for b in made])
+                read_into([(b, np.empty(1)) for b in made])
         return run
 
     def uploads(bigs: list):   # three arrays, their buffers kept until the last is made
@@ -240,21 +241,20 @@ def _transfers(backend: str, repeats: int) -> dict[str, float]:
                 [upload(big) for big in bigs]   # noqa: B018 (the list holds them)
         return run
 
-    def downloads(buffers: list, host: np.ndarray, count: int):
+    def downloads(buffers: list, hosts: list, count: int):   # straight into the callers'
         def run(n: int) -> None:
             for _ in range(n):
-                for read in download_many([(b, host) for b in buffers[:count]]):
-                    np.copyto(host, read)
+                read_into(list(zip(buffers[:count], hosts[:count])))
         return run
 
     cases = {"one": (copies(1), 20), "nine": (copies(9), 20)}
     for name, elements in (("", COPIED), ("fresh", FRESH)):
         bigs = [np.ones(elements) for _ in range(3)]
         buffers = [upload(big) for big in bigs]
-        host = np.empty_like(bigs[0])
+        hosts = [np.zeros_like(big) for big in bigs]
         cases.update({f"up{name}": (uploads(bigs), 1),
-                      f"down1{name}": (downloads(buffers, host, 1), 3),
-                      f"down3{name}": (downloads(buffers, host, 3), 3)})
+                      f"down1{name}": (downloads(buffers, hosts, 1), 3),
+                      f"down3{name}": (downloads(buffers, hosts, 3), 3)})
     t = best_per_unit(cases, repeats)
     transfer_ns = max(t["nine"] - t["one"], 0.0) / 16 * 1e9
     out = {"transfer_ns": transfer_ns}
@@ -356,15 +356,18 @@ def _init_in_new_process(backend: str) -> float:
 
 
 def _copies(backend: str):
-    """(upload of one array, download of (buffer, like) pairs) as a device variant's call
-    makes them (``device_variants``)."""
+    """(upload of one array, reads of (buffer, host array) pairs into the host arrays) as a
+    device variant's call makes them (``device_variants``)."""
     if backend == "opencl":
         from asp_core.backends import opencl
 
-        return opencl.to_device, opencl.from_device_many
+        return opencl.to_device, opencl.read_into
     from asp_core.backends import cuda
 
-    return cuda.to_device, lambda pairs: [buffer.get() for buffer, _ in pairs]
+    def read_into(pairs):
+        for buffer, out in pairs:
+            buffer.get(ary=out)
+    return cuda.to_device, read_into
 
 
 def _build_seconds(backend: str) -> float:
