@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The checks that need a CUDA GPU, in one run (a lent GPU machine is held by the minute):
-#   1. the tests marked gpu: every device test's "cuda" case (the twelve examples, 300
+#   1. the tests marked gpu (all of tests/): every device test's "cuda" case (the twelve examples, 300
 #      generated kernels in shards, random affine nests, reductions, host loops, Python's
 #      meaning of each operation, exits, helpers, the issue audits, the wrong schedule caught);
 #   2. the device calibration (cost.device_calibrate) of the GPU, quick;
 #   3. benchmarks.bench_device --device cuda: serial C, OpenMP on the machine's cores and
-#      CUDA side by side, the model's predictions, the host loop's cost per iteration.
+#      CUDA side by side, the model's predictions, the host loop's cost per iteration;
+#   4. benchmarks.bench_copies: each way of copying between host and GPU, side by side.
+# The calibrations made (host and device) are copied to OUTDIR/calibration, to price the
+# GPU's calls on another machine.
 #
 #     bash benchmarks/gpu_checks.sh [OUTDIR]
 #
@@ -60,12 +63,9 @@ per_test=$($PYTHON -c 'import pytest_timeout' 2>/dev/null && echo "--timeout=${T
 TAIL=40 SIGNAL=INT step gpu-tests "${TESTS_S:-420}" $PYTHON -m pytest -q -m gpu \
     -n "${WORKERS:-16}" --dist load -p no:cacheprovider -rfE --tb=short --durations=15 \
     $per_test --junitxml="$OUT/gpu-tests.xml" \
-    tests/asp_core/backends/test_cuda.py tests/specializers/loopnest/test_device.py \
-    tests/specializers/loopnest/test_device_reductions.py \
-    tests/specializers/loopnest/test_reduction_determinism.py \
-    tests/specializers/loopnest/test_semantics.py tests/specializers/loopnest/test_exits.py \
-    tests/specializers/loopnest/test_inlining.py tests/specializers/loopnest/test_issue11_audit.py \
-    tests/specializers/loopnest/test_issue12_audit.py
+    tests
 step calibrate "${CALIBRATE_S:-60}" $PYTHON -m specializers.loopnest calibrate --quick
 TAIL=30 step bench-device "${BENCH_S:-150}" $PYTHON -m benchmarks.bench_device --device cuda \
     --scale "${SCALE:-4}" --rounds "${ROUNDS:-2}" --no-registers
+step copies "${COPIES_S:-60}" $PYTHON -m benchmarks.bench_copies
+cp -r "$ASP_CACHE_DIR/calibration" "$OUT/" 2>/dev/null || true

@@ -30,7 +30,8 @@ INCLUDES="-I$WORK/py/usr/include/python$VER -I$WORK/py/usr/include"
 rm -rf .gpu && mkdir -p .gpu/site "$WORK/wheels"
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$VER" \
     --implementation cp $PLATFORMS -d "$WORK/wheels" \
-    codepy cffi mako pytools platformdirs pycparser siphash24 pyopencl
+    codepy cffi mako markupsafe pytools platformdirs pycparser siphash24 pyopencl tqdm click \
+    hypothesis attrs sortedcontainers pytest-timeout   # (the last four: the tests)
 python3 -m pip wheel -q --no-deps -w "$WORK/wheels" cgen            # (sources only)
 for wheel in "$WORK"/wheels/*.whl; do unzip -q -o "$wheel" -d .gpu/site; done
 
