@@ -17,7 +17,7 @@ taken; the dependence graph makes its loop sequential (``analysis.graph.exit_edg
 code generators print their own ``break`` there, so the loop ends as Python's does (its later
 iterations never run). ``continue`` needs nothing more: a loop with one may still be parallel.
 
-Statements are renumbered in source order afterwards (``sid``).
+Statements and loops are renumbered in source order afterwards (``sid``, ``lid``).
 """
 
 from __future__ import annotations
@@ -113,18 +113,24 @@ def _predicate(name: str, value: d.Expr, origin: d.If) -> d.Assign:
 
 
 def renumber(nest: d.Nest) -> d.Nest:
-    """Give every assignment its position in source order as ``sid``."""
-    counter = itertools.count()
+    """Give every assignment its position in source order as ``sid``, and every loop as
+    ``lid``: the code after a ``break`` or ``continue`` is gone, loops with it, and the
+    analyses index loops by ``lid`` (``AccessInfo.loop``)."""
+    statements, loops = itertools.count(), itertools.count()
 
     def block(stmts):
         out = []
         for stmt in stmts:
             if isinstance(stmt, d.Assign):
-                out.append(stmt.replace(sid=next(counter)))
+                out.append(stmt.replace(sid=next(statements)))
             elif isinstance(stmt, d.Loop):
-                out.append(stmt.replace(body=block(stmt.body)))
+                out.append(loop(stmt))
             else:
                 out.append(stmt)
         return tuple(out)
 
-    return nest.replace(loop=nest.loop.replace(body=block(nest.loop.body)))
+    def loop(node: d.Loop) -> d.Loop:
+        lid = next(loops)
+        return node.replace(lid=lid, body=block(node.body))
+
+    return nest.replace(loop=loop(nest.loop))

@@ -2,8 +2,9 @@
 
 Python leaves a loop variable bound to the last value it took. The compiled variants compute
 those values from the bounds (``codegen.finals``), which is impossible for a loop a ``break``
-(or a ``return``) may end early, a loop under an ``if`` (whether it ran depends on data), the
-loops inside those, and two loops sharing a variable. For each such variable that
+(or a ``return``) may end early, a loop under an ``if`` or after one that may ``continue`` or
+``break`` (whether it ran depends on data), the loops inside those, and two loops sharing a
+variable. For each such variable that
 the kernel reads after the nest, this pass (on the lowered nest, before if-conversion) makes
 every loop with that variable assign it, as its first statement, to a scalar of the nest
 (``__asp_last_v = v``): after the nest, that scalar holds the value of the last iteration that
@@ -74,9 +75,13 @@ def _ends_early(body: tuple[d.Stmt, ...]) -> bool:
 
 def _stmts(body: tuple[d.Stmt, ...], branch: bool = False):
     """(statement, under an if?) for the statements of a loop body, those inside its ifs
-    included (not inner loops')."""
+    included (not inner loops'). A statement after an ``if`` that may leave the iteration
+    (a ``continue`` or ``break`` in it) runs only where the iteration went on: as if under
+    an ``if`` too."""
     for stmt in body:
         yield stmt, branch
         if isinstance(stmt, d.If):
-            yield from _stmts(stmt.body, True)
-            yield from _stmts(stmt.orelse, True)
+            inside = [*_stmts(stmt.body, True), *_stmts(stmt.orelse, True)]
+            yield from inside
+            if any(isinstance(s, (d.Break, d.Continue)) for s, _ in inside):
+                branch = True
