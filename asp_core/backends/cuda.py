@@ -262,6 +262,18 @@ def to_device(array):
     return gpuarray.to_gpu(array)
 
 
+def read_into(pairs) -> None:
+    """Each (buffer, array) pair's GPU buffer copied into the host array: C-contiguous, of the
+    buffer's bytes, whatever their type (a bool array's bytes from a buffer of uint8)."""
+    drv = _driver()
+    for buffer, out in pairs:
+        if out.nbytes != buffer.nbytes or not out.flags.c_contiguous:
+            raise ValueError(f"cannot read {buffer.nbytes} bytes into a {out.shape} array of "
+                             f"{out.dtype} (C-contiguous: {out.flags.c_contiguous})")
+        if out.nbytes:
+            drv.memcpy_dtoh(out, buffer.gpudata)
+
+
 def empty_on_device(shape, dtype):
     cuda_context()
     import pycuda.gpuarray as gpuarray

@@ -336,8 +336,7 @@ class CudaTarget(_CudaLaunches):
         return buffer.get()
 
     def read_into(self, pairs: list[tuple[Any, np.ndarray]]) -> None:
-        for buffer, out in pairs:
-            buffer.get(ary=out)   # (a synchronous copy, into pages the array has mapped)
+        self._cuda.read_into(pairs)
 
 
 #: The line of a device module after the runtime helpers (templates/loopnest/device_module.mako).

@@ -364,10 +364,7 @@ def _copies(backend: str):
         return opencl.to_device, opencl.read_into
     from asp_core.backends import cuda
 
-    def read_into(pairs):
-        for buffer, out in pairs:
-            buffer.get(ary=out)
-    return cuda.to_device, read_into
+    return cuda.to_device, cuda.read_into
 
 
 def _build_seconds(backend: str) -> float:
