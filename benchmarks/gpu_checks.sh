@@ -16,7 +16,9 @@
 # first on a machine with network access: it leaves them in .gpu/ (ignored by git), and this
 # script puts .gpu/site on PYTHONPATH. Each step has its own time limit (TESTS_S, CALIBRATE_S,
 # BENCH_S; on an H100 machine with 16 cores the tests took 260 s, the calibration 20, the
-# benchmark 45); logs go to OUTDIR ($OUT where that is set, else /tmp/gpu-checks).
+# benchmark 45); logs go to OUTDIR ($OUT where that is set, else /tmp/gpu-checks). STEPS
+# picks steps (default "tests calibrate bench copies"; also "profile": a small call
+# profiled), TEST_PATHS the tests (default tests/).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-/tmp/gpu-checks}}
@@ -60,12 +62,15 @@ fi
 # (a test that hangs is stopped by pytest-timeout where it is installed; the step's limit
 # interrupts pytest, which then still prints what failed so far)
 per_test=$($PYTHON -c 'import pytest_timeout' 2>/dev/null && echo "--timeout=${TEST_S:-150}")
-TAIL=40 SIGNAL=INT step gpu-tests "${TESTS_S:-420}" $PYTHON -m pytest -q -m gpu \
+has() { case " ${STEPS:-tests calibrate bench copies} " in *" $1 "*) return 0;; esac; return 1; }
+has tests && TAIL=40 SIGNAL=INT step gpu-tests "${TESTS_S:-420}" $PYTHON -m pytest -q -m gpu \
     -n "${WORKERS:-16}" --dist load -p no:cacheprovider -rfE --tb=short --durations=15 \
     $per_test --junitxml="$OUT/gpu-tests.xml" \
-    tests
-step calibrate "${CALIBRATE_S:-60}" $PYTHON -m specializers.loopnest calibrate --quick
-TAIL=30 step bench-device "${BENCH_S:-150}" $PYTHON -m benchmarks.bench_device --device cuda \
+    ${TEST_PATHS:-tests}
+has calibrate && step calibrate "${CALIBRATE_S:-60}" $PYTHON -m specializers.loopnest calibrate --quick
+has bench && TAIL=30 step bench-device "${BENCH_S:-150}" $PYTHON -m benchmarks.bench_device --device cuda \
     --scale "${SCALE:-4}" --rounds "${ROUNDS:-2}" --no-registers
-step copies "${COPIES_S:-60}" $PYTHON -m benchmarks.bench_copies
+has copies && step copies "${COPIES_S:-60}" $PYTHON -m benchmarks.bench_copies
+has profile && TAIL=45 step profile "${PROFILE_S:-60}" $PYTHON -m benchmarks.profile_call \
+    --backend cuda
 cp -r "$ASP_CACHE_DIR/calibration" "$OUT/" 2>/dev/null || true
