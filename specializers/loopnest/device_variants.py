@@ -323,13 +323,13 @@ class CudaTarget(_CudaLaunches):
         self._limits = cuda.grid_limits()
 
     def upload(self, array: np.ndarray) -> Any:
-        return self._cuda.to_device(np.ascontiguousarray(array))
+        return self._cuda.to_device(array)
 
     def allocate(self, like: np.ndarray) -> Any:
         return self._cuda.empty_on_device(like.shape, like.dtype)
 
     def address(self, buffer: Any) -> int:
-        # pycuda allocates nothing for an empty array (gpudata None): no thread reads it
+        # an empty buffer has no allocation (gpudata None): no thread reads it
         return 0 if buffer.gpudata is None else int(buffer.gpudata)
 
     def download(self, buffer: Any, like: np.ndarray) -> np.ndarray:

@@ -98,3 +98,62 @@ def test_each_thread_makes_the_primary_context_current_once(monkeypatch):
         assert len(pushes) == 3 and pops == [pushes[1], pushes[2]]
     finally:
         cuda._primary_context.cache_clear()
+
+
+def test_buffers_copy_bytes_both_ways_through_the_driver(monkeypatch):
+    """``to_device``, ``empty_on_device`` and ``read_into`` make one allocation per buffer of
+    bytes (none for no bytes) and copy C-ordered bytes, whatever their type; a read into an
+    array of other bytes or not C-contiguous is refused. (A driver of the test's own: device
+    memory as host bytes at made-up addresses.) On a GPU the same runs for real below."""
+    import types
+
+    memory: dict[int, bytearray] = {}
+
+    def mem_alloc(nbytes):
+        assert nbytes > 0
+        address = 4096 * (len(memory) + 1)
+        memory[address] = bytearray(nbytes)
+        return address
+
+    def memcpy_htod(address, array):
+        memory[address][:] = np.ascontiguousarray(array).tobytes()
+
+    def memcpy_dtoh(array, address):
+        assert array.flags.c_contiguous
+        array.view(np.uint8).reshape(-1)[:] = np.frombuffer(memory[address], np.uint8)
+
+    driver = types.SimpleNamespace(mem_alloc=mem_alloc, memcpy_htod=memcpy_htod,
+                                   memcpy_dtoh=memcpy_dtoh)
+    monkeypatch.setattr(cuda, "_driver", lambda: driver)
+    monkeypatch.setattr(cuda, "cuda_context", lambda device=0: None)
+    _round_trips(cuda)
+    assert len(memory) == 4   # one allocation per buffer with bytes
+
+
+def _round_trips(cuda):
+    fortran = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    up = cuda.to_device(fortran)
+    assert (up.shape, up.dtype, up.nbytes) == ((3, 4), np.float64, 96)
+    np.testing.assert_array_equal(up.get(), fortran)
+    flags = cuda.to_device(np.array([True, False, True]))
+    into = np.zeros(3, np.uint8)
+    cuda.read_into([(flags, into)])
+    assert into.tolist() == [1, 0, 1]
+    empty = cuda.to_device(np.zeros((0, 5)))
+    assert empty.gpudata is None and empty.get().shape == (0, 5)
+    cuda.read_into([(empty, np.zeros((0, 5)))])
+    made = cuda.empty_on_device((2, 2), np.int32)
+    cuda.read_into([(up, np.empty((4, 3)))])   # the same bytes, another shape
+    with pytest.raises(ValueError):
+        cuda.read_into([(up, np.empty(11))])
+    with pytest.raises(ValueError):
+        cuda.read_into([(up, np.empty((8, 3))[::2])])
+    assert made.nbytes == 16
+    two = cuda.to_device(np.arange(3, dtype=np.int16))
+    assert two.get().tolist() == [0, 1, 2]
+
+
+@needs_gpu
+@pytest.mark.gpu
+def test_buffers_copy_bytes_both_ways_on_the_gpu():
+    _round_trips(cuda)
