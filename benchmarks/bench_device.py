@@ -255,8 +255,14 @@ def main(argv: list[str] | None = None) -> dict:
 
     lines = [f"device: {_device_name(device)}", f"host: {os.cpu_count()} CPUs",
              f"load average at start: {_load()}"]
-    rows = time_examples(args.only, args.rounds, device, args.scale)
     from specializers.loopnest.cost import device_calibrate
+
+    if device_calibrate.stored_record(device) is None:
+        # (else the model offers no device until the background calibration it starts ends,
+        # and the first examples' model column stays empty: seen on an H100)
+        print(f"no calibration of the {device} device here: a quick one first", flush=True)
+        device_calibrate.calibrate(device, quick=True)
+    rows = time_examples(args.only, args.rounds, device, args.scale)
 
     lines.append(f"cost model: {device} {device_calibrate.status(device)}")
     lines.append(f"{'example':14} {'n':>8} {'c':>10} {'openmp':>10} {device:>10} "
