@@ -387,21 +387,26 @@ def _count_copies(monkeypatch, backend):
     from specializers.loopnest import device_variants
 
     up, down = [], []
-    if backend == "opencl":
+    if backend == "opencl":   # (every read goes through read_into, from_device_many's too)
         from asp_core.backends import opencl
 
-        real_up, real_down = opencl.to_device, opencl.from_device_many
+        real_up, real_down = opencl.to_device, opencl.read_into
         monkeypatch.setattr(opencl, "to_device", lambda a: up.append(a.shape) or real_up(a))
-        monkeypatch.setattr(opencl, "from_device_many",
-                            lambda pairs: down.extend(l.shape for _, l in pairs) or
+        monkeypatch.setattr(opencl, "read_into",
+                            lambda pairs: down.extend(o.shape for _, o in pairs) or
                             real_down(pairs))
-    else:   # (the GPU's target, or its emulation's: each has its own copies)
+    else:   # (the GPU's target, or its emulation's: each has its own copies; a read is one of
+        # download_many, small arrays with the error word, or read_into, large ones after it)
         target = device_variants.TARGETS[backend]
-        real_up, real_down = target.upload, target.download
+        real_up, real_many, real_into = target.upload, target.download_many, target.read_into
         monkeypatch.setattr(target, "upload", lambda self, a: up.append(a.shape) or
                             real_up(self, a))
-        monkeypatch.setattr(target, "download", lambda self, b, like: down.append(like.shape)
-                            or real_down(self, b, like))
+        monkeypatch.setattr(target, "download_many",
+                            lambda self, pairs: down.extend(l.shape for _, l in pairs) or
+                            real_many(self, pairs))
+        monkeypatch.setattr(target, "read_into",
+                            lambda self, pairs: down.extend(o.shape for _, o in pairs) or
+                            real_into(self, pairs))
     return up, down
 
 
@@ -421,6 +426,22 @@ def test_each_array_goes_once_per_call_and_comes_back_only_if_written(backend, m
     assert up.count((1,)) == 2
     assert sorted(s for s in down if s != (1,)) == [(n,), (n,)]
     assert down.count((1,)) == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_large_arrays_too_go_once_and_come_back_only_if_written(backend, monkeypatch):
+    """The same for arrays read back straight into the caller's (``DIRECT_BYTES`` and more)."""
+    from specializers.loopnest import device_variants
+
+    n = device_variants.DIRECT_BYTES // 8 + 5
+    u, v, w = np.arange(n * 1.0), np.zeros(n), np.arange(n + 1.0)
+    kernel = Heat(backend=backend, strict=True)
+    kernel.kernel(u.copy(), v.copy(), w.copy(), 1, n)
+    up, down = _count_copies(monkeypatch, backend)
+    kernel.kernel(u.copy(), v.copy(), w.copy(), 3, n)
+    assert sorted(s for s in up if s != (1,)) == sorted([(n,), (n,), (n + 1,)])
+    assert sorted(s for s in down if s != (1,)) == [(n,), (n,)]
+    assert up.count((1,)) == 2 and down.count((1,)) == 2
 
 
 class Twice(LoopKernel):
