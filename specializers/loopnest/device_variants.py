@@ -86,8 +86,9 @@ class _Target:
         return [self.download(buffer, like) for buffer, like in pairs]
 
     def read_into(self, pairs: list[tuple[Any, np.ndarray]]) -> None:
-        """Each (buffer, array) pair's buffer read into its array, C-contiguous and of the
-        buffer's shape and type (a target may wait for them at once)."""
+        """Each (buffer, array) pair's buffer read into its array: C-contiguous, of the
+        buffer's size and bytes (a bool array's uint8 view for a buffer of bools; a target
+        may wait for them at once)."""
         for buffer, out in pairs:
             np.copyto(out, self.download(buffer, out))
 
