@@ -20,7 +20,8 @@ the loop runs sequentially (its ``break``), and the loops around it may still ru
 where the analysis proves it. ``int()`` of a bound that is not an integer is refused when the
 types are known (``typeinfer``: Python's ``range()`` raises TypeError there). The step must be a
 non-zero integer constant. A nest's own loop so rewritten runs inside a loop of one iteration
-(its bounds must be computed inside the nest). Loop ids are renumbered in source order.
+(its bounds must be computed inside the nest; it takes its loop id from ``ifconvert.renumber``,
+which numbers every loop in source order).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def with_counted_loops(nest: d.Nest, while_prefix: str, live: frozenset[str]) ->
         return nest.replace(loop=top[0])
     once = d.Loop(f"{while_prefix}once", d.Const(0), d.Const(1), d.Const(1), top, -1,
                   loc=nest.loop.loc)
-    return nest.replace(loop=_renumbered(once))
+    return nest.replace(loop=once)
 
 
 class _Substitute(NodeTransformer):
@@ -147,14 +148,3 @@ def _constant(expr: d.Expr) -> int | None:
             not isinstance(expr.value, bool):
         return expr.value
     return None
-
-
-def _renumbered(loop: d.Loop) -> d.Loop:
-    """Loop ids in source order (pre-order), from 0."""
-    counter = itertools.count()
-
-    def visit(node: d.Loop) -> d.Loop:
-        lid = next(counter)
-        return node.replace(lid=lid, body=d.map_loops(node.body, visit))
-
-    return visit(loop)
