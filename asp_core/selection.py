@@ -15,7 +15,13 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   ``PROBE_UNMEASURED`` for a variant not measured yet at that size, and, every fourth time,
   within ``PROBE_FAR``, so that a variant slowed by a passing load is found again): a bounded
   cost, under 1/``PROBE_EVERY`` of the calls (ever less), each at most that many times slower.
-  A measurement far from its correction starts the schedule again.
+  A measurement far from its correction starts the schedule again. A probe is also paid for
+  in time: its predicted extra time (the runner-up's corrected time less the choice's, twice
+  for a probe of two calls) may be at most ``PROBE_SHARE`` of the time the calls since the
+  last probe took; a due probe that costs more waits until the calls have paid for it. So
+  re-probing costs at most a tenth of the time as well as a few of the calls: a series of five
+  calls of half a second each, where the runner-up was predicted at twice that, ran one of them
+  on the runner-up (20% more time in all) before this rule.
 * **Switching.** The first call of a variant after another one ran is not its usual call: the
   other's data sit in the caches, an OpenMP team slept while serial code ran (waking it costs
   tens of microseconds). So a call predicted under ``WARMUP_S`` that switches variants is not
@@ -77,6 +83,9 @@ PROBE_WITHIN = 3.0
 #: fourth time one within PROBE_FAR (it was slow once, perhaps only while the machine was busy).
 PROBE_UNMEASURED = 10.0
 PROBE_FAR = 20.0
+#: A re-probe's predicted extra time may be at most this share of the time the calls since the
+#: last probe took (it waits until they have paid for it).
+PROBE_SHARE = 0.1
 #: A measurement this far (in log: a factor of 2) from its correction restarts re-probing.
 SURPRISE = math.log(2.0)
 #: The most a variant never measured borrows of a kin's correction (a factor, either way).
@@ -164,6 +173,8 @@ class Selector:
         self._previous: str | None = None    # the label of the last decision
         self._unmeasured: str | None = None  # a switch call of this label is not measured
         self._repeat: tuple | None = None    # (estimates, decision): a probe's second call
+        self._spent = 0.0       # predicted seconds of the calls since the last probe
+        self._per_call = 0.0    # ... of one call of the last stable choice
 
     # -- corrections ---------------------------------------------------------------------------
 
@@ -271,6 +282,7 @@ class Selector:
         they count for the re-probing schedule, and the due points they passed over (none
         of which could probe: ``calls_before_probe``) count as looked at."""
         self._calls += calls
+        self._spent += calls * self._per_call
         while self._calls >= self._next_probe and (self._reach == NONE or
                                                   (self._probes + 1) % 4):
             self._probes += 1
@@ -297,10 +309,14 @@ class Selector:
                 self._calls < self._next_probe and self._repeat is None:
             if memo[2].label != self._previous:
                 self._switched(memo[2], estimates)
+            self._spent += self._per_call
             return memo[2]
         if not estimates:
             raise ValueError("no variant to choose from")
         decision = self._choose(estimates, can_wait, background)
+        if decision.stable:
+            self._per_call = decision.corrected.get(decision.label, 0.0)
+            self._spent += self._per_call
         if decision.label != self._previous:
             self._switched(decision, estimates)
         return decision
@@ -396,17 +412,34 @@ class Selector:
         if due:
             self._next_probe = self._calls + self._period
         if others and due:
-            self._period = min(self._period * 2, PROBE_MAX_PERIOD)
             runner_up = min(others, key=lambda e: (self.measurements(e.label), times[e.label]))
-            return Decision(runner_up.label, False, None,
-                            f"{runner_up.label} (re-probing the runner-up of {best.label})",
-                            tuple(estimates), times, probe=True)
+            cost = self._probe_cost(runner_up, times, times[best.label])
+            if cost > PROBE_SHARE * self._spent:
+                # not paid for yet: due again once the calls have paid for it (this due
+                # point is not counted, so a far look stays the one it was)
+                self._probes -= 1
+                per_call = max(times[best.label], 1e-9)
+                self._next_probe = self._calls + max(1, min(PROBE_MAX_PERIOD, math.ceil(
+                    (cost / PROBE_SHARE - self._spent) / per_call)))
+            else:
+                self._period = min(self._period * 2, PROBE_MAX_PERIOD)
+                self._spent = 0.0
+                return Decision(runner_up.label, False, None,
+                                f"{runner_up.label} (re-probing the runner-up of "
+                                f"{best.label})", tuple(estimates), times, probe=True)
         decision = Decision(best.label, False, None, f"{best.label}: the fastest predicted "
                             f"({_s(times[best.label])})", tuple(estimates), times, stable=True)
         if not others or len(ready) == len(estimates):
             self._memo = (estimates, self._epoch, decision)
         return decision
 
+
+    def _probe_cost(self, runner_up: Estimate, times: dict[str, float], best: float) -> float:
+        """What a probe of ``runner_up`` is predicted to cost beyond running the choice
+        (``best`` seconds a call): the difference, twice where the probe runs two calls (a
+        switch call under ``WARMUP_S`` is not measured: "Switching" in the module)."""
+        extra = max(0.0, times[runner_up.label] - best)
+        return 2 * extra if times[runner_up.label] < WARMUP_S else extra
 
     def _reach_of(self, estimate: Estimate, times: dict[str, float], best: float) -> int:
         """Whether a re-probe of the choice (``best`` seconds) may run ``estimate``'s variant

@@ -74,12 +74,37 @@ def test_an_unmeasured_variant_is_probed_once_within_a_wider_factor():
     s = Selector()
     estimates = (est("c", 1e-3), est("prior_wrong", 8e-3))
     labels = []
-    for _ in range(64):
+    for _ in range(128):
         d = s.choose(estimates)
         labels.append(d.label)
         chosen = next(e for e in estimates if e.label == d.label)
         s.observe(chosen, 1e-3 if d.label == "c" else 0.2e-3)  # its prior was 40x off
-    assert labels[:3] == ["c"] * 3 and labels[-20:].count("prior_wrong") >= 19
+    # the probe waits until the calls have paid for it: its 7 ms more, a tenth of 70 calls
+    first = labels.index("prior_wrong")
+    assert 7e-3 / selection.PROBE_SHARE / 1e-3 <= first < 7e-3 / selection.PROBE_SHARE / 1e-3 + 4
+    assert labels[-20:].count("prior_wrong") >= 19
+
+
+@pytest.mark.parametrize("seconds", [2e-6, 1e-3, 0.5])
+@pytest.mark.parametrize("ratio", [1.5, 2.5, 8.0])
+def test_re_probing_costs_at_most_its_share_of_the_time(seconds, ratio):
+    """However long a call and however far the runner-up (within reach of a probe), the
+    probes' extra time stays within ``PROBE_SHARE`` of the time of all calls; and in a series
+    of a few long calls, none is a probe of a variant predicted twice as slow."""
+    s = Selector()
+    estimates = (est("c", seconds), est("omp", seconds * ratio))
+    total = extra = 0.0
+    labels = []
+    for _ in range(3000):
+        d = s.choose(estimates)
+        labels.append(d.label)
+        took = seconds * (ratio if d.label == "omp" else 1.0)
+        total, extra = total + took, extra + took - seconds
+        s.observe(next(e for e in estimates if e.label == d.label), took)
+    assert "omp" in labels                      # it is probed...
+    assert extra <= selection.PROBE_SHARE * total   # ...within its share of the time
+    paid = math.floor((ratio - 1) / selection.PROBE_SHARE + 1e-9)   # calls that pay for one
+    assert "omp" not in labels[:paid]
 
 
 def test_fixed_costs_are_not_corrected():
