@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import dast as d
 from .rewrite import RUN_ORIGINAL
 from .schedule.tree import Schedule, SLoop, SStmt
 
@@ -58,6 +59,53 @@ def written_positions(analysis) -> tuple[int, ...]:
     enough, but names are cheap to keep apart)."""
     written = {acc.array for st in analysis.access.statements for acc in st.accesses if acc.write}
     return tuple(i for i, name in enumerate(analysis.names.inputs) if name in written)
+
+
+def read_positions(analysis) -> tuple[int, ...]:
+    """Positions, among the nest's inputs, of the arrays the nest reads an element of (in a
+    value, a subscript or a bound: anywhere but as the element an assignment writes)."""
+    read: set[str] = set()
+
+    def reads(expr: d.Expr) -> None:
+        for node in expr.walk():
+            if isinstance(node, d.ArrayRef):
+                read.add(node.array)
+            elif isinstance(node, d.Var):
+                read.add(node.name)
+
+    def visit(stmt: d.Stmt) -> None:
+        if isinstance(stmt, d.Loop):
+            for bound in (stmt.start, stmt.stop, stmt.step):
+                reads(bound)
+            for child in stmt.body:
+                visit(child)
+        elif isinstance(stmt, d.Assign):
+            reads(stmt.value)
+            if isinstance(stmt.target, d.ArrayRef):
+                for index in stmt.target.index:
+                    reads(index)
+        else:   # (an if-converted nest has none: assume every array is read)
+            read.update(analysis.names.inputs)
+
+    visit(analysis.nest.loop)
+    return tuple(i for i, name in enumerate(analysis.names.inputs) if name in read)
+
+
+def saved_on_overflow(analysis, plan, stops_in_order: bool) -> tuple[int, ...]:
+    """The arrays to copy before a call that may fail with ``variants.BeyondInt64`` (then
+    the original code of the nest runs from the state before the call): every array the nest
+    writes; but where the failing run stops in source order, as Python would at that instance
+    (serial C of the source order, or a variant that reruns so on any failure), and no two
+    arguments share memory, only those it also reads. An array the nest only writes needs no
+    copy there: the failed run wrote the values Python writes at the instances before its
+    failure, and the original code, run again, writes each of those instances again (and
+    raises, if it does, at a later one), so it leaves exactly what it leaves from the
+    untouched array."""
+    written = written_positions(analysis)
+    if not stops_in_order or plan.bound.key.aliases:
+        return written
+    read = set(read_positions(analysis))
+    return tuple(i for i in written if i in read)
 
 
 def exact_on_error(run: Callable[..., Any], written: Sequence[int],

@@ -37,7 +37,8 @@ from .codegen.ranges import INT64_MAX, INT64_MIN, loop_ranges
 from .codegen.python import compile_python, python_source
 from .cost import index as variant_index
 from .cost.estimates import ORIGINAL, NestEstimator, parse_label
-from .rollback import COMPILED_ERRORS, exact_on_error, in_source_order, written_positions
+from .rollback import (COMPILED_ERRORS, exact_on_error, in_source_order, saved_on_overflow,
+                       written_positions)
 from .safety import check_arrays
 from .schedule.tree import SLoop, STile
 from .lowering import KernelContext
@@ -295,13 +296,17 @@ class NestRunner(Specializer):
             compiled = compile_variant(backend, self.analysis, plan, types, signature,
                                        self.name, threads)
             run = compiled
+            # whether a failure it raises leaves the arrays as a run in source order stops
+            stops_in_order = compiled.in_order
             if compiled.module.can_fail and (self.analysis.guarded or not compiled.in_order and
                                              (backend == "c" or self.config.exact_errors)):
                 redo = None if self.analysis.guarded else \
                     self._in_order(plan, types, signature)
                 run = exact_on_error(compiled, written_positions(self.analysis),
                                      COMPILED_ERRORS, self.name, redo)
+                stops_in_order = True   # (it reruns in source order, or raises nothing)
             run.module = compiled.module
+            run.stops_in_order = stops_in_order
             run.warming_up = compiled.warming_up
             if backend == "openmp":  # a fork must not leave a child hanging in libgomp
                 forking.watch_openmp()
@@ -315,12 +320,13 @@ class NestRunner(Specializer):
             self._dump_plan(plan)
         self._executors.put(memo, run)
         module, key, warming = run.module, run.module.key, run.warming_up
+        stops_in_order = getattr(run, "stops_in_order", False)
         if module.packs:   # (no memory for its copies: the call again, without them)
             run = exact_on_error(run, (), (CopyFailed,), self.name,
                                  self._in_order(plan, types, signature))
         if module.beyond_int64 and not self._forced and not self.strict:
-            run = exact_on_error(run, written_positions(self.analysis), (BeyondInt64,),
-                                 self.name, notice=self._beyond_int64)
+            run = exact_on_error(run, saved_on_overflow(self.analysis, plan, stops_in_order),
+                                 (BeyondInt64,), self.name, notice=self._beyond_int64)
         return Variant(backend, run, key, warming=warming)
 
     def _beyond_int64(self, error: BaseException) -> None:
