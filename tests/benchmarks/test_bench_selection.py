@@ -47,3 +47,21 @@ def test_penalties_and_summary_line():
     assert final_line(modes, DEFAULT) == ("ACM: warm 1.64/4.00, first-call -/-, loaded "
                                           "1.00/1.00 (geomean/max penalty), mispredicted 2 of 4")
     assert final_line(modes, RULE).startswith("rule: warm 1.26/2.00,")
+
+
+def test_the_choice_is_judged_apart_from_the_noise_of_its_own_calls():
+    """``choice_penalty``: the forced time of the variant the model ran most, over the
+    oracle's; its own calls' time where it ran a mix over several nests."""
+    same = Point("x", 1, times={"c": 1.0, "openmp@2": 2.0}, chosen_s={DEFAULT: 1.7},
+                 choices={DEFAULT: {"c": 90, "openmp@2": 3}})
+    other = Point("x", 2, times={"c": 1.0, "openmp@2": 1.2}, chosen_s={DEFAULT: 1.3},
+                  choices={DEFAULT: {"openmp@2": 50}})
+    mix = Point("x", 4, times={"c": 1.0}, chosen_s={DEFAULT: 1.4},
+                choices={DEFAULT: {"c+openmp@2": 9}})
+    assert [p.penalty(DEFAULT) for p in (same, other, mix)] == [1.7, 1.3, 1.4]
+    assert [p.choice_penalty(DEFAULT) for p in (same, other, mix)] == [1.0, 1.2, 1.4]
+    line = bench_selection._choice_summary("warm", [same, other, mix])
+    assert "max 1.40" in line and "of the 1 points above 1.5, 1 ran the fastest" in line
+    assert bench_selection.choice_line([Mode("warm", [same], (0,) * 3, (0,) * 3)]) == (
+        "ACM's choices timed as forced variants: warm 1.00/1.00, first-call -/-, loaded -/- "
+        "(geomean/max penalty)")
