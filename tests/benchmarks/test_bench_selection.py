@@ -4,6 +4,8 @@ example, warm calls); the penalties are not judged here: targets belong to the p
 import json
 import re
 
+import pytest
+
 from benchmarks import bench_selection
 from benchmarks.bench_selection import DEFAULT, RULE, Mode, Point, final_line, summarize
 from benchmarks.selection_worker import forced_variants
@@ -65,3 +67,23 @@ def test_the_choice_is_judged_apart_from_the_noise_of_its_own_calls():
     assert bench_selection.choice_line([Mode("warm", [same], (0,) * 3, (0,) * 3)]) == (
         "ACM's choices timed as forced variants: warm 1.00/1.00, first-call -/-, loaded -/- "
         "(geomean/max penalty)")
+
+
+def test_the_loaded_mode_judges_median_calls_and_shows_the_best_beside():
+    """Under a load put there on purpose, a variant's best burst is its luckiest: the loaded
+    mode's times are medians (``STATISTIC``), the best calls a second view."""
+    assert bench_selection.STATISTIC == {"warm": "best", "first-call": "best",
+                                         "loaded": "median"}
+    rounds = {"c": [{"s": 48e-6, "median_s": 49e-6}, {"s": 47e-6, "median_s": 50e-6}],
+              "openmp@2": [{"s": 25e-6, "median_s": 539e-6}, {"s": 30e-6, "median_s": 600e-6}],
+              DEFAULT: [{"s": 50e-6, "median_s": 51e-6, "choice": "c", "nests": []}]}
+    for statistic, oracle in (("best", "openmp@2"), ("median", "c")):
+        point = Point("black_scholes", 1024, statistic=statistic)
+        bench_selection._record(point, rounds)
+        assert point.oracle == oracle
+        assert point.bests["openmp@2"] == 25e-6
+        assert point.medians["openmp@2"] == pytest.approx(569.5e-6)
+    assert point.penalty(DEFAULT) == pytest.approx(51e-6 / 49.5e-6)
+    assert point.best_penalty(DEFAULT) == pytest.approx(50e-6 / 25e-6)
+    assert "on best calls: ACM geomean 2.000" in bench_selection._other_summary("loaded",
+                                                                                 [point])
