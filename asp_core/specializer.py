@@ -23,6 +23,7 @@ to a folder.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import sys
@@ -589,8 +590,9 @@ GUARD_AFTER = 8
 
 #: A stable choice's fast path covers at most about this much predicted time (seconds).
 RECHOOSE_S = 5e-3
-#: What timing a call costs: two clock reads and the selector's bookkeeping (seconds; 103 and
-#: 426 ns on the development machine, as ``benchmarks.bench_selection`` measures and prints).
+#: What timing a call costs at least: two clock reads and the selector's bookkeeping (seconds;
+#: 103 and 426 ns on one development machine, 181 and 741 on another, as
+#: ``benchmarks.bench_selection`` measures and prints). ``timing_cost`` measures it.
 TIMING_COST_S = 0.5e-6
 #: The share of a fast path's time that timing its calls may cost, on average: one call in
 #: ``_timing_period`` is timed.
@@ -601,14 +603,38 @@ TIMING_PERIOD_MAX = 64
 
 def _timing_period(seconds: float) -> int:
     """One call in how many of a fast path predicted at ``seconds`` a call is timed: every
-    call from 50 us up; fewer below, so that timing costs at most ``TIMING_SHARE`` of the
-    calls' time, down to one in ``TIMING_PERIOD_MAX`` (a call of a microsecond: timing every
-    call would add half of its time; a variant slower than thought is still seen within a
-    few hundred calls, a fraction of a millisecond)."""
+    call from ``timing_cost() / TIMING_SHARE`` up (50 us where timing costs 0.5 us); fewer
+    below, so that timing costs at most ``TIMING_SHARE`` of the calls' time, down to one in
+    ``TIMING_PERIOD_MAX`` (a call of a microsecond: timing every call would add half of its
+    time; a variant slower than thought is still seen within a few hundred calls, a fraction
+    of a millisecond)."""
+    cost = timing_cost()
     period = 1
-    while period < TIMING_PERIOD_MAX and period * TIMING_SHARE * seconds < TIMING_COST_S:
+    while period < TIMING_PERIOD_MAX and period * TIMING_SHARE * seconds < cost:
         period *= 2
     return period
+
+
+@functools.lru_cache(maxsize=1)
+def timing_cost() -> float:
+    """What timing a warm call costs in this process, seconds: two clock reads and the
+    selector's bookkeeping of a measurement once its correction has settled (the best of a
+    few rounds of 40; measured once, about 0.2 ms), ``TIMING_COST_S`` at least. A constant
+    0.5 us had timed every call of 55 us on a machine where it cost 0.9 (2% of its time)."""
+    clock = time.perf_counter
+    selector = Selector()
+    estimate = Estimate("c", 1e-5, {}, 0.0, 0)
+    for _ in range(20):
+        selector.observe(estimate, 1e-5)
+    best = float("inf")
+    for _ in range(5):
+        started = clock()
+        for _ in range(40):
+            clock()
+            clock()
+            selector.observe(estimate, 1.01e-5)
+        best = min(best, (clock() - started) / 40)
+    return max(best, TIMING_COST_S)
 
 
 def _fast_path(sig: Hashable, found: Variant, estimate: Estimate | None, guard,

@@ -317,12 +317,13 @@ def test_a_stable_choice_is_repeated_until_a_reprobe_is_due_not_every_few_calls(
 @pytest.mark.parametrize("predicted_s, period", [(1e-6, 64), (10e-6, 8), (50e-6, 1), (1.0, 1)])
 def test_a_stable_choice_times_fewer_of_its_calls_the_shorter_they_are(predicted_s, period,
                                                                        monkeypatch):
-    """Timing a call costs about 0.5 us (two clock reads, the selector's bookkeeping): of the
+    """Where timing a call costs 0.5 us (two clock reads, the selector's bookkeeping): of the
     calls repeating a choice, every one predicted from 50 us up is timed, one in
     ``_timing_period`` below (1% of their time at most), at least one in 64."""
     from asp_core import specializer
     from asp_core.selection import Estimate
 
+    monkeypatch.setattr(specializer, "timing_cost", lambda: 0.5e-6)
     assert specializer._timing_period(predicted_s) == period
     monkeypatch.setattr(Chosen, "ESTIMATES", (Estimate("fast", predicted_s, {}),
                                               Estimate("slower", 100 * predicted_s, {})))
@@ -380,3 +381,15 @@ def test_calls_that_choose_give_up_the_gil_while_a_background_job_runs(monkeypat
             spec._fast = None   # (each call chooses)
             assert spec(float(x)) == ("variant", "fast", 2.0 * x)
     assert yields == [0, 0, 0]
+
+
+def test_what_timing_a_call_costs_is_measured_once_per_process():
+    """The timing period follows what timing costs on this machine (``timing_cost``): a call
+    whose timing would cost over 1% of it is timed one in a period that brings it there."""
+    from asp_core import specializer
+
+    cost = specializer.timing_cost()
+    assert specializer.TIMING_COST_S <= cost < 50e-6
+    assert specializer.timing_cost() is cost or specializer.timing_cost() == cost  # (once)
+    assert specializer._timing_period(cost / specializer.TIMING_SHARE * 1.01) == 1
+    assert specializer._timing_period(cost / specializer.TIMING_SHARE * 0.99) == 2
