@@ -17,7 +17,10 @@ timed as what a user gets, ``Cls().kernel`` calls (dispatch included), and so is
   default kernels (a fresh instance per size) are called until their choice is stable (the
   same ``STABLE`` calls in a row, ``MIN_WARM`` to ``MAX_WARM`` calls, not counting calls made
   while the kernel is still cold, ``coldstart``, or a variant builds in the background, for
-  up to ``WARM_BUDGET_S``: those are the start of a series of calls, not its steady state)
+  up to ``WARM_BUDGET_S``: those are the start of a series of calls, not its steady state),
+  and where a call is short, then called back to back for ``WARM_BURST_S`` more (a kernel
+  called on a few elements learns over its first few hundred calls, a few milliseconds:
+  its first bursts on 4 x 4 points were 8 us a call, its later ones 4.8, serial C's 4.5),
   before they are timed. Each
   time is the best of several rounds (5, fewer where a point would take over
   ``POINT_BUDGET_S``); in each round every contender in turn (rotating who goes first) is
@@ -98,6 +101,7 @@ TARGET_GEOMEAN, TARGET_MAX = 1.05, 1.5
 PRUNE = 2.0               # a forced variant this much slower than the fastest leaves the rounds
 MIN_WARM, MAX_WARM, STABLE = 3, 10, 3   # warm-up calls of the default kernels
 WARM_BUDGET_S = 3.0       # ...fewer past this long, once MIN_WARM calls are made
+WARM_BURST_S = 0.1        # ...then back to back this long, where a call takes under a tenth
 POINT_BUDGET_S = 5.0      # fewer timed rounds (2 at least) where they would take longer
 LIMIT_FACTOR = 20.0       # a default kernel's call is cut short past this times the fastest
 COMPILE_ALLOWANCE_S = 30.0   # ...plus this where the call may build variants
@@ -299,11 +303,15 @@ class Point:
 
     def choice_penalty(self, who: str) -> float:
         """The choice judged apart from the noise of its own calls and its dispatch: the
-        forced variant it ran most, timed as such, over the oracle (its own time, ``penalty``,
-        where it ran a mix of variants over several nests, which no forced variant is)."""
+        forced variant it ran most, timed as such, over the oracle; its own time
+        (``penalty``) where that is less (the forced variant's rounds were the unlucky ones:
+        OpenMP on fbcorr at 4 x 4, 256 us in its one round before it was pruned, where the
+        model's calls of it took 5.4), or where it ran a mix of variants over several nests,
+        which no forced variant is."""
         label = self.ran(who)
-        return self.times[label] / self.times[self.oracle] if label in self.times \
-            else self.penalty(who)
+        own = self.penalty(who)
+        return min(own, self.times[label] / self.times[self.oracle]) if label in self.times \
+            else own
 
     def median_penalty(self, who: str) -> float | None:
         """The choice's median call over the fastest median of a forced variant (the typical
@@ -464,8 +472,9 @@ WORKER = {DEFAULT: "forced"}
 
 def warm_up(worker: Worker, who: str, limit: float) -> int:
     """Call the default kernel until its choice was the same ``STABLE`` times in a row
-    (``MIN_WARM`` to ``MAX_WARM`` calls, fewer past ``WARM_BUDGET_S`` seconds); each call may
-    take ``limit`` seconds. Returns the number of calls (the first compiles, or loads)."""
+    (``MIN_WARM`` to ``MAX_WARM`` calls, fewer past ``WARM_BUDGET_S`` seconds), then, where
+    the last call took under a tenth of ``WARM_BURST_S``, back to back for that long; each call
+    may take ``limit`` seconds. Returns the number of calls (the first compiles, or loads)."""
     choices: list[str] = []
     calls = 0
     t0 = time.perf_counter()
@@ -482,6 +491,9 @@ def warm_up(worker: Worker, who: str, limit: float) -> int:
         choices.append(reply["choice"])
         if len(choices) >= MIN_WARM and len(set(choices[-STABLE:])) == 1:
             break
+    if reply["s"] < WARM_BURST_S / 10:
+        calls += worker.ask("burst", limit + WARM_BURST_S, name=who,
+                            seconds=WARM_BURST_S)["calls"]
     return calls
 
 

@@ -62,6 +62,9 @@ def test_the_choice_is_judged_apart_from_the_noise_of_its_own_calls():
                 choices={DEFAULT: {"c+openmp@2": 9}})
     assert [p.penalty(DEFAULT) for p in (same, other, mix)] == [1.7, 1.3, 1.4]
     assert [p.choice_penalty(DEFAULT) for p in (same, other, mix)] == [1.0, 1.2, 1.4]
+    unlucky = Point("x", 8, times={"c": 1.0, "openmp@2": 50.0}, chosen_s={DEFAULT: 1.1},
+                    choices={DEFAULT: {"openmp@2": 9}})   # forced OpenMP's one bad round
+    assert unlucky.choice_penalty(DEFAULT) == 1.1
     line = bench_selection._choice_summary("warm", [same, other, mix])
     assert "max 1.40" in line and "of the 1 points above 1.5, 1 ran the fastest" in line
     assert bench_selection.choice_line([Mode("warm", [same], (0,) * 3, (0,) * 3)]) == (
