@@ -124,3 +124,55 @@ def test_a_rerun_after_a_big_int_leaves_pythons_arrays(name, label, alias, n, at
         assert ran.backend == "python" and "64-bit" in (ran.fallback or ""), ran
     expected = READ_AND_WRITTEN if label == "c" and alias == "none" else WRITTEN
     assert copied and copied[0] == expected, copied
+
+
+TEMPLATE_2D = """
+from specializers.loopnest import LoopKernel
+
+class Kernel(LoopKernel):
+    def kernel(self, acc, out, x, m, n):
+        for j in range(n):
+            for i in range(n):
+                acc[i, j] = acc[i, j] + x[i, j]
+                out[i, j] = {expr} * 0.5
+                acc[i, j] = acc[i, j] * 2.0
+"""
+
+
+@pytest.mark.parametrize("name", ["add", "mul", "int-of-float"])
+@pytest.mark.parametrize("label", ["c", "openmp@2"])
+@pytest.mark.parametrize("n,at", [(6, (0, 0)), (6, (3, 2)), (40, (39, 17))])
+def test_a_nest_its_schedule_reorders_leaves_pythons_arrays_after_a_big_int(
+        name, label, n, at, compiled_pays):
+    """A column-order nest the schedule may interchange (then it does not stop in source
+    order: every written array is copied), with its first big int at generated places."""
+    expr = {"add": "(i * n + j + m)", "mul": "((i * n + j) * m)",
+            "int-of-float": "int(x[i, j] * 1e30)"}[name]   # (big from the flat index ``at``)
+    Kernel = load_source(TEMPLATE_2D.format(expr=expr))
+    _COLD.pop(Kernel.kernel._asp_original_function, None)
+    flat = at[0] * n + at[1]
+    make_m = CASES[name][2]
+    x = np.arange(1.0, n * n + 1.0).reshape(n, n)
+    x.flat[:flat] = 0.0
+    m = 0 if make_m is None else make_m(max(flat, CASES[name][1]))
+
+    def arguments():
+        return [np.ones((n, n)), np.full((n, n), 7.0), x.copy(), m, n]
+
+    want = arguments()
+    Kernel().original_kernel(*want)
+    clear_warnings()
+    kernel = Kernel()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet = arguments()
+        quiet[2][:], quiet[3] = 0.0, 0
+        kernel.kernel(*quiet)
+        runner = kernel._asp_current.runners[0]
+        runner.selector.pin(label)
+        runner._end_fast()
+        for _ in range(3):
+            got = arguments()
+            kernel.kernel(*got)
+            for mine, theirs in zip(got[:3], want[:3]):
+                np.testing.assert_array_equal(mine, theirs)
