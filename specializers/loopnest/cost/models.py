@@ -594,8 +594,8 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
     parallel = sum(_compute_ns(s, m, s.vector_omp) for s in p.statements if s.parallel) * 1e-9
     serial = sum(_compute_ns(s, m, s.vector) for s in p.statements if not s.parallel) * 1e-9
     share = parallel * p.imbalance / effective
-    compute = share + serial + p.loop_iterations(m, openmp=True) * m.c_iteration_ns * 1e-9 / \
-        effective
+    loops = p.loop_iterations(m, openmp=True) * m.c_iteration_ns * 1e-9 / effective
+    compute = share + serial + loops
     memory = memory_seconds(p, m, effective, openmp=True)   # (the bandwidth of the team's cores)
     regions = p.regions * m.per_thread(m.omp_fork_ns, threads) * 1e-9 * waiting
     barriers = p.barriers * m.per_thread(m.omp_barrier_ns, threads) * 1e-9 * waiting
@@ -603,7 +603,8 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
     # Waking a team that slept since the last call (``omp_wake_ns``) depends on how calls
     # follow each other, which the online correction learns: calls back to back never pay
     # it, calls between long Python pauses always do. It is not in the prediction.
-    terms = {"parallel compute": share, "serial compute": serial, "memory": memory,
+    terms = {"parallel compute": share, "serial compute": serial, "loop iterations": loops,
+             "memory": memory,
              "regions": regions, "barriers": barriers, "reductions": reductions,
              "call": m.c_call_ns * 1e-9}
     return max(compute, memory) + regions + barriers + reductions + terms["call"], terms

@@ -392,3 +392,16 @@ def test_a_processs_first_build_is_shared_among_the_nests_of_a_kernel(monkeypatc
     assert first_share(TwoNests, (np.ones(1 << 12), np.ones(1 << 12))) == \
         [pytest.approx(0.015)] * 2
     assert first_share(Scale, (np.ones(1 << 12),)) == [pytest.approx(0.03)]
+
+
+def test_openmps_terms_show_what_its_compute_is_made_of():
+    """``explain()`` lists the terms: OpenMP's compute is its parallel and serial compute and
+    its loop iterations (these were missing: fbcorr's 947 us of loop overhead on two threads
+    showed as 100 us of compute in a 1.05 ms prediction)."""
+    p = profile_of(Clip(backend="python", strict=True), np.ones(100000), np.zeros(100000))
+    params = models.MachineParams()
+    seconds, terms = models.openmp_cost(p, params, threads=2, cores=2)
+    compute = terms["parallel compute"] + terms["serial compute"] + terms["loop iterations"]
+    assert terms["loop iterations"] > 0
+    assert seconds == pytest.approx(max(compute, terms["memory"]) + terms["regions"] +
+                                    terms["barriers"] + terms["reductions"] + terms["call"])
