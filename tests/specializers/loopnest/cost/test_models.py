@@ -405,3 +405,39 @@ def test_openmps_terms_show_what_its_compute_is_made_of():
     assert terms["loop iterations"] > 0
     assert seconds == pytest.approx(max(compute, terms["memory"]) + terms["regions"] +
                                     terms["barriers"] + terms["reductions"] + terms["call"])
+
+
+class Columns(LoopKernel):
+    """A column walk the schedule turns into a row walk (``j`` innermost, unit stride)."""
+
+    def kernel(self, a, b):
+        for j in range(a.shape[1]):
+            for i in range(a.shape[0]):
+                a[i, j] = b[i, j] * 2.0
+
+
+class Triangle(LoopKernel):
+    def kernel(self, a):
+        for i in range(a.shape[0]):
+            for j in range(i, a.shape[1]):
+                a[i, j] = a[i, j] + 1.0
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (FBCorr, __import__("examples.fbcorr", fromlist=["make_inputs"]).make_inputs(
+        batch=1, channels=2, size=12, nfilters=3)),
+    lambda: (Columns, (np.zeros((30, 50)), np.ones((30, 50)))),
+    lambda: (Triangle, (np.zeros((40, 40)),)),
+])
+def test_loop_iterations_are_counted_in_the_order_the_compiled_code_runs_them(make):
+    """Each loop's iterations are counted along its chain in the schedule: the innermost
+    loop of a perfect nest of one statement runs once per instance, whichever source loop
+    the schedule put there (fbcorr's ``x``, below ``c, fy, fx``; counted in source order it
+    kept its outer count and ``fx`` took the inner one), and triangular bounds still count
+    exactly."""
+    cls, args = make()
+    p = profile_of(cls(backend="python", strict=True), *args)
+    (statement,) = p.statements
+    assert statement.vector_omp
+    assert p.vector_iterations_omp == statement.instances
+    assert p.iterations >= statement.instances
