@@ -81,6 +81,10 @@ def measure(quick: bool) -> dict[str, Any]:
     return derive(t)
 
 
+#: The least share of its documented default an operation's measured cost keeps (``derive``).
+NOISE_FLOOR = 0.25
+
+
 def derive(t: dict[str, float]) -> dict[str, Any]:
     """The parameters from the probes' times per iteration ``t`` (ns), by differences."""
     def pos(value: float) -> float:
@@ -106,6 +110,13 @@ def derive(t: dict[str, float]) -> dict[str, Any]:
         "div_py": pos(t["div_py"] - one_op),
         "cmp_py": pos(t["cmp_py"] - one_op),
     }
+    # A difference that noise brought near 0 (Python arithmetic on NumPy scalars measured 0 ns,
+    # a test run beside the quick calibration) is raised to a quarter of the documented
+    # default: an operation the interpreter runs is never free.
+    from .machine import DEFAULTS
+
+    ops = {kind: max(value, NOISE_FLOOR * DEFAULTS.py_op_ns.get(kind, 0.0))
+           for kind, value in ops.items()}
     # A[k, i] against A[i]: the index tuple and the second subscript, per access (load and
     # store), less the scalar read the second subscript counts as.
     subscript = pos(((t["load2"] - t["load"]) + (t["store2"] - t["store"])) / 2 - scalar)

@@ -144,9 +144,15 @@ def test_interpreter_parameters_are_differences_of_probes():
     ops = got["py_op_ns"]
     assert ops["scalar"] == 1.0 and ops["load"] == 35.0 and ops["store"] == 25.0
     assert ops["index"] == 12.0 and ops["arith"] == 31.0 and ops["logic"] == 3.0
-    assert ops["math"] == 55.0 and ops["div"] == 0.0      # (below zero: noise, counts as zero)
     assert got["py_subscript_ns"] == 29.0
-    assert ops["arith_py"] == 9.0 and ops["cmp_py"] == 9.0 and ops["div_py"] == 0.0
+    assert ops["math"] == 55.0 and ops["arith_py"] == 9.0 and ops["cmp_py"] == 9.0
+    # below zero, or near it: noise; an operation the interpreter runs keeps a quarter of its
+    # documented default (Python arithmetic on NumPy scalars once measured 0 ns, a test run
+    # beside the quick calibration)
+    floor = python_probes.NOISE_FLOOR
+    assert ops["div"] == floor * DEFAULTS.py_op_ns["div"]
+    assert ops["div_py"] == floor * DEFAULTS.py_op_ns["div_py"]
+    assert all(ops[kind] >= floor * DEFAULTS.py_op_ns[kind] for kind in ops)
 
 
 def test_compiled_parameters_are_differences_of_kernels():
