@@ -672,11 +672,15 @@ def _row(p: Point) -> str:
     return f"   {p.example:14s}{p.n:9d}{cells}  | {parts[0]} | {parts[1]}"
 
 
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
 def summarize(points: Sequence[Point], who: str) -> dict:
     penalties = [p.penalty(who) for p in points]
     if not penalties:
         return {"geomean": None, "max": None, "mispredicted": 0, "points": 0}
-    return {"geomean": math.exp(sum(map(math.log, penalties)) / len(penalties)),
+    return {"geomean": _geomean(penalties),
             "max": max(penalties),
             "mispredicted": sum(x > THRESHOLD for x in penalties), "points": len(penalties),
             "device_fastest": sum(p.oracle in DEVICES for p in points),
@@ -716,7 +720,7 @@ def _choice_summary(mode: str, points: Sequence[Point]) -> str | None:
     penalties = [p.choice_penalty(DEFAULT) for p in points]
     if not penalties:
         return None
-    geomean = math.exp(sum(map(math.log, penalties)) / len(penalties))
+    geomean = _geomean(penalties)
     over = [p for p in points if p.penalty(DEFAULT) > TARGET_MAX]
     same = sum(p.ran(DEFAULT) == p.oracle for p in over)
     return (f"   {mode}, the ACM's choices timed as forced variants: geomean {geomean:.3f}, "
@@ -736,7 +740,7 @@ def _other_summary(mode: str, points: Sequence[Point]) -> str | None:
                              for p in points) if x is not None]
     if not penalties:
         return None
-    geomean = math.exp(sum(map(math.log, penalties)) / len(penalties))
+    geomean = _geomean(penalties)
     return (f"   {mode}, on {'median' if median else 'best'} calls: ACM geomean "
             f"{geomean:.3f}, max {max(penalties):.2f} ({len(penalties)} points)")
 
@@ -748,8 +752,8 @@ def choice_line(modes: Sequence[Mode]) -> str:
     for name in MODES:
         points = by_name[name].points if name in by_name else []
         penalties = [p.choice_penalty(DEFAULT) for p in points]
-        cells.append(f"{name} {math.exp(sum(map(math.log, penalties)) / len(penalties)):.2f}/"
-                     f"{max(penalties):.2f}" if penalties else f"{name} -/-")
+        cells.append(f"{name} {_geomean(penalties):.2f}/{max(penalties):.2f}" if penalties
+                     else f"{name} -/-")
     return f"ACM's choices timed as forced variants: {', '.join(cells)} (geomean/max penalty)"
 
 

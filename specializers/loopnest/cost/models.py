@@ -305,44 +305,37 @@ def _loop_iterations(schedule, loops, innermost: Mapping[int, list]) -> tuple[in
     """(iterations, those of loops innermost to vectorized statements in serial C, in
     OpenMP) as the compiled code runs the loops: each loop of the schedule counted along its
     chain in the schedule (each copy of a distributed loop apart), where its bounds allow
-    that order (a bound that reads a loop the schedule puts deeper: counted in source order).
-    Counted in source order, a loop the schedule moved innermost kept its outer count: fbcorr's
-    ``x``, vectorized below ``c, fy, fx``, counted 60 per row where it runs 60 per ``fx``,
-    and ``fx`` the reverse, so its loop overhead was priced twice as high."""
+    that order (a bound that reads a loop the schedule puts deeper, or a tiled plan: counted
+    in source order). Counted in source order, a loop the schedule moved innermost kept its
+    outer count: fbcorr's ``x``, vectorized below ``c, fy, fx``, counted 60 per row where it
+    runs 60 per ``fx``, and ``fx`` the reverse, so its loop overhead was priced twice as
+    high."""
     totals = [0, 0, 0]
+
+    def add(lid: int, chain: tuple[int, ...]) -> None:
+        counted = domain.count(chain, loops).instances
+        body = innermost.get(lid)
+        totals[0] += counted
+        totals[1] += counted if body and all(s.vector for s in body) else 0
+        totals[2] += counted if body and all(s.vector_omp for s in body) else 0
 
     def ordered(chain: tuple[int, ...]) -> bool:
         return all(dep in chain[:i] for i, lid in enumerate(chain)
                    for dep, _ in loops[lid].extent.coeffs)
 
     def visit(node, chain: tuple[int, ...]) -> None:
-        if isinstance(node, SStmt):
-            return
-        if not isinstance(node, SLoop):   # (a tiled plan: counted in source order)
-            raise LookupError(node)
-        chain = chain + (node.lid,)
-        counted = domain.count(chain if ordered(chain) else source_chain(node.lid, loops),
-                               loops).instances
-        totals[0] += counted
-        body = innermost.get(node.lid)
-        if body and all(s.vector for s in body):
-            totals[1] += counted
-        if body and all(s.vector_omp for s in body):
-            totals[2] += counted
-        for child in node.body:
-            visit(child, chain)
+        if isinstance(node, SLoop):
+            chain = chain + (node.lid,)
+            add(node.lid, chain if ordered(chain) else source_chain(node.lid, loops))
+            for child in node.body:
+                visit(child, chain)
 
-    try:
+    if any(isinstance(node, STile) for root in schedule.root for node in root.walk()):
+        for lid in loops:
+            add(lid, source_chain(lid, loops))
+    else:
         for node in schedule.root:
             visit(node, ())
-    except LookupError:
-        totals = [0, 0, 0]
-        for lid in loops:
-            counted = domain.count(source_chain(lid, loops), loops).instances
-            body = innermost.get(lid)
-            totals[0] += counted
-            totals[1] += counted if body and all(s.vector for s in body) else 0
-            totals[2] += counted if body and all(s.vector_omp for s in body) else 0
     return totals[0], totals[1], totals[2]
 
 
