@@ -88,9 +88,10 @@ def region(group: Group, spans: Mapping[int, float]) -> float:
 
 def groups(schedule_root: Sequence, accesses: Mapping[int, Sequence[BoundAccess]],
            itemsize: Mapping[str, int], shapes: Mapping[str, tuple[int, ...]],
-           contiguous: Mapping[str, bool]) -> list[Group]:
-    """The reference groups of a schedule (see the module). ``contiguous``: per array,
-    whether it is C-contiguous (else its lines are not known: a line per element)."""
+           contiguous: Mapping[str, int]) -> list[Group]:
+    """The reference groups of a schedule (see the module). ``contiguous``: per array, the
+    dimension adjacent in memory (absent: the last, C order; -1: not known, a line per
+    element; 0 for a matrix read through a transposed copy)."""
     found: dict[tuple, tuple[list, list]] = {}
 
     def visit(node, chain: tuple) -> None:
@@ -116,7 +117,7 @@ def groups(schedule_root: Sequence, accesses: Mapping[int, Sequence[BoundAccess]
         if len(shape) != len(coeffs):
             shape = tuple(1 << 30 for _ in coeffs)   # (not known: never capped)
         out.append(Group(array, itemsize.get(array, 8), shape,
-                         len(shape) - 1 if contiguous.get(array, True) else -1, coeffs,
+                         contiguous.get(array, len(shape) - 1), coeffs,
                          tuple(h - l for l, h in zip(low, high)), chain))
     return out
 

@@ -261,11 +261,16 @@ def _traffic(analysis, plan, types, schedule, footprint: int,
     loops = bound.loops
     canonical = bound.canonical
     itemsize, shapes, contiguous = {}, {}, {}
+    copied = 0   # bytes of the transposed copies (``schedule.packing``): read, then written
     for name, shape in zip(analysis.names.arrays, bound.key.shapes):
         key = canonical.get(name, name)
         itemsize[key] = types.arrays[name].dtype.itemsize
         shapes[key] = tuple(shape)
-        contiguous[key] = layouts.get(name, "C") == "C"
+        if name in schedule.packs:   # the nest reads the copy, its first dimension adjacent
+            contiguous[key] = 0
+            copied += 2 * math.prod(shape) * itemsize[key]
+        elif layouts.get(name, "C") != "C":
+            contiguous[key] = -1
     found = locality.groups(schedule.root, bound.accesses, itemsize, shapes, contiguous)
     caches = platform.data_caches()
     l1 = caches.l1 or 32 * 1024
@@ -297,7 +302,8 @@ def _traffic(analysis, plan, types, schedule, footprint: int,
             chain = source_chain(lid, loops)
             outer = domain.count(chain[:-1], loops).instances
             mean[lid] = domain.count(chain, loops).instances / outer if outer else 0.0
-    return tuple(locality.traffic(found, loops, entered, capacity, footprint, mean)
+    return tuple(locality.traffic(found, loops, entered, capacity, footprint, mean) +
+                 (copied if footprint > locality.CACHE_SHARE * capacity else 0.0)
                  for capacity in (l1, l2, llc))
 
 

@@ -23,6 +23,14 @@ class Triangle(LoopKernel):
                     C[i, j] += A[j, k]
 
 
+class ColumnTriangle(LoopKernel):   # syr2k's order: j innermost walks A's columns
+    def kernel(self, A, C):
+        for i in range(C.shape[0]):
+            for k in range(A.shape[1]):
+                for j in range(i + 1):
+                    C[i, j] += A[j, k]
+
+
 class Gather(LoopKernel):
     def kernel(self, A, idx, out):
         for r in range(out.shape[0]):
@@ -128,3 +136,34 @@ def test_the_memory_term_prices_each_level(caches):
     team = models.openmp_cost(dataclasses.replace(p, traffic_omp=p.traffic), params,
                               threads=2, cores=2)[1]["memory"]
     assert team == pytest.approx(20e9 / 30e9)
+
+
+def test_a_matrix_read_through_a_transposed_copy_walks_the_copy(caches, monkeypatch):
+    """syr2k's triangle walks ``A[j, k]``'s columns along its innermost ``j``; compiled C
+    reads A through a transposed copy (``schedule.packing``), where ``j`` is the contiguous
+    dimension. The model must count the copy's lines, not a line per element of
+    the original (syr2k at 512 was priced 8 times its time), and the copy itself: A read and
+    its copy written once per call."""
+    from specializers.loopnest.schedule import packing
+
+    caches(32 * KIB, 256 * KIB, 8192 * KIB)   # A and C, 512 KiB each, do not fit the L2
+    args = np.ones((256, 256)), np.ones((256, 256))
+    packed = profile_of(ColumnTriangle(backend="python", strict=True), *args)
+    real = packing.pack_schedule
+
+    def order_only(*given):   # the packed schedule's loop order, A read in place
+        schedule, _ = real(*given)
+        assert schedule.packs == ("A",)
+        return dataclasses.replace(schedule, packs=()), ()
+
+    monkeypatch.setattr(packing, "pack_schedule", order_only)
+    plain = profile_of(ColumnTriangle(backend="python", strict=True), *args)
+    a_bytes = args[0].nbytes
+    assert packed.traffic[1] >= 2 * a_bytes                   # the copy: read, then written
+    assert packed.traffic[0] < plain.traffic[0] / 4   # (L2 and beyond: the tiles' blocks)
+
+
+def test_region_counts_a_transposed_copy_along_its_first_dimension():
+    column = locality.Group("A", 8, (100, 100), 0, (((1, 1),), ((2, 1),)), (0, 0), ())
+    assert locality.region(column, {1: 16}) == 2 * 64        # down a column: two lines
+    assert locality.region(column, {2: 16}) == 16 * 64       # along a row: a line each
