@@ -19,7 +19,11 @@ statement's operations of a time per *kind* of operation, measured per machine
   says which values are Python scalars (``weak``: from the call's types).
 
 ``statement_features(stmt)`` returns the counts of one statement; a statement under an ``if``
-(a predicate) also reads its predicate. Pure functions of the DAST.
+(a predicate) also reads its predicate. ``recurrence_ops(stmt)`` counts the operations between
+a statement's read of its own target and its write (``w[i] = w[i] + a * x[j]``: one): where a
+loop runs the statement again on the same element, each instance waits for the previous one
+through them, and compiled code cannot overlap the instances (nor vectorize floating-point
+ones without reordering their rounding). Pure functions of the DAST.
 """
 
 from __future__ import annotations
@@ -126,3 +130,21 @@ def statement_features(stmt: d.Assign, weak: Callable[[d.Expr], bool] | None = N
     if stmt.predicate:
         counts["scalar"] += 1
     return Features(tuple(sorted(counts.items())), tuple(calls))
+
+
+def recurrence_ops(stmt: d.Assign) -> int:
+    """The most arithmetic operations (``+ - * /``, unary minus) on a path from a read of
+    ``stmt``'s own target (the same scalar, or the same element written the same way) up to
+    the value it assigns; 0 where the value does not read the target, or only through
+    something else: a call or a selection (``max(t, x)``: a compare and a move of a cycle
+    or two, which the loop's other work hides: jacobi's ``err``, priced as a chain, came out
+    5 times its time) or a subscript (see the module)."""
+    def depth(expr: d.Expr) -> int:   # -1: the target is not read below ``expr``
+        if expr == stmt.target:
+            return 0
+        if not isinstance(expr, (d.BinOp, d.UnaryOp)) or expr.op in ("**", "not"):
+            return -1
+        below = max((depth(child) for child in expr.children()), default=-1)
+        return below + 1 if below >= 0 else -1
+
+    return max(depth(stmt.value), 0)

@@ -23,10 +23,10 @@ from typing import Any, Mapping
 
 #: Name of the calibration record (``asp_core.calibration``) and its format version.
 CALIBRATION = "loopnest-acm"
-FORMAT = 8   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS;
+FORMAT = 9   # 2: dispatch_ns, settled_call_ns; 3: omp_combine_ns; 4: py_op_ns of PY_KINDS;
 #            5: the warm call path shortened (dispatch_ns and c_call_ns measured again);
 #            6: compile_openmp_s, compile_first_s; 7: compile_first_s with the compiler probe
-#            made before the timed process (``first_use``); 8: l2_bandwidth
+#            made before the timed process (``first_use``); 8: l2_bandwidth; 9: c_chain_ns
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,9 @@ class MachineParams:
         load=0.0, store=0.01, index=0.0, arith=0.06, div=1.1, pow=9.8, cmp=0.35,
         logic=0.0, math=3.5, math_cheap=2.1, conv=0.0, scalar=0.0))
     c_iteration_ns: float = 0.35           # loop overhead per iteration
+    c_chain_ns: float = 0.6                # one operation on a chain carried from iteration
+                                           # to iteration (``w[i] = w[i] + ...`` along ``j``):
+                                           # its latency, beyond the iteration's overhead
     c_call_ns: float = 2200.0              # one compiled variant's run: arguments, cffi,
                                            # results
     dispatch_ns: float = 8800.0            # the rest of entering a nest: its signature,

@@ -16,7 +16,10 @@ own; nothing else changes). Each returns the predicted seconds and its main term
 * ``c`` (serial C), after equations 4-5, relative to measured compiled-code times per
   operation kind, with a roofline memory term: the time is the larger of compute (divided by
   the vector speed-up for vectorizable inner loops, their loop overhead too; outside them a
-  statement under an ``if`` branches, half its instances as in the interpreter) and the time the
+  statement under an ``if`` branches, half its instances as in the interpreter; a statement
+  whose innermost loop carries a floating-point chain through it, as an accumulation into one
+  element, neither vectorizes nor overlaps its instances: at least the chain's latency per
+  instance, ``MachineParams.c_chain_ns`` per operation on it) and the time the
   bytes the schedule loads into each cache level take to come (``cost.locality``: reuse found
   where a working set fits; over the calibrated bandwidths of L2, the last-level cache and
   memory), plus the compiled call's fixed cost;
@@ -42,7 +45,8 @@ from .. import dast as d
 from ..analysis.binding import DIRECT, SHIFTED
 from ..schedule.tree import SLoop, SStmt, STile
 from . import domain
-from .features import SUBSCRIPT, Features, statement_features
+from ..scalars import PRIVATE
+from .features import SUBSCRIPT, Features, recurrence_ops, statement_features
 from .machine import MachineParams
 
 #: Bytes a strided or unpredictable access moves (a cache line).
@@ -76,6 +80,8 @@ class StatementProfile:
     vector_omp: bool          # ... in the OpenMP variant (which vectorizes math calls too)
     parallel: bool            # it runs inside a parallel loop (OpenMP shares it)
     guarded: bool = False     # it runs under an ``if`` (a predicate computed by another)
+    carried: int = 0          # operations on a floating-point chain its innermost loop in
+    carried_omp: int = 0      # serial C (in OpenMP) carries (``_carried_ops``; 0: none)
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,13 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
         except Exception:  # noqa: BLE001 - a value typeinfer does not type: priced as NumPy's
             return False
 
+    footprint = 0
+    for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
+        footprint += math.prod(shape) * types.arrays[name].dtype.itemsize
+    serial, bands = _compiled_schedule(analysis, plan, types, shared=False)
+    shared = _compiled_schedule(analysis, plan, types, shared=True)[0] \
+        if bands else serial
+    compiled_chains = _schedule_chains(serial), _schedule_chains(shared)
     small = small_loops(analysis, plan)   # OpenMP runs them on one thread
     statements = []
     innermost: dict[int, list[StatementProfile]] = {}   # lid -> the statements it is inner to
@@ -142,25 +155,26 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
         parallel = any(node.parallel and node.lid not in small for node in chain)
         moved, unit = _bytes(analysis, plan, types, st.sid, inner, layouts or {})
         feats = statement_features(stmt, weak)
+        carried, carried_omp = (_carried_ops(analysis, stmt, plan, types,
+                                             found.get(st.sid, ()), openmp)
+                                for found, openmp in zip(compiled_chains, (False, True)))
         vector = unit and inner is not None and not feats["math"] and not feats["div"] and \
             not feats["div_py"] and \
-            not feats["conv"] and st.predicate is None
+            not feats["conv"] and st.predicate is None and not carried
         vector_omp = unit and inner is not None and inner.parallel and len(chain) == 1 and \
             st.predicate is None
         statements.append(StatementProfile(st.sid, count.instances, feats, moved,
-                                           vector, vector_omp or vector and parallel,
-                                           parallel, st.predicate is not None))
+                                           vector, (vector_omp or vector and parallel) and
+                                           not carried_omp,
+                                           parallel, st.predicate is not None,
+                                           carried, carried_omp))
         if inner is not None:
             innermost.setdefault(inner.lid, []).append(statements[-1])
     iterations, vector_iterations, vector_iterations_omp = \
         _loop_iterations(schedule, loops, innermost)
     regions, barriers, combines, imbalance = _openmp_structure(analysis, plan, small)
-    footprint = 0
-    for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
-        footprint += math.prod(shape) * types.arrays[name].dtype.itemsize
     work = sum(s.instances for s in statements)
     dimensions = sum(len(shape) for shape in plan.bound.key.shapes)
-    serial, bands = _compiled_schedule(analysis, plan, types, footprint, shared=False)
     jammed = _jammed_blocks(analysis, serial) if bands else 0
     lines = MODULE_LINES + NEST_LINES + STATEMENT_LINES * len(statements) + \
         LOOP_LINES * len(loops) + DIMENSION_LINES * dimensions + TILED_BAND_LINES * bands + \
@@ -168,8 +182,6 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     functions = {f.rpartition(".")[2] for s in statements if s.vector_omp
                  for f in s.features.math_calls} - INSTRUCTIONS   # (sqrt... vectorize as is)
     simd_lines = SIMD_LINES + SIMD_FUNCTION_LINES * len(functions) if functions else 0
-    shared = _compiled_schedule(analysis, plan, types, footprint, shared=True)[0] \
-        if bands else serial
     traffic = _traffic(analysis, plan, types, serial, footprint, layouts or {})
     traffic_omp = traffic if shared is serial else \
         _traffic(analysis, plan, types, shared, footprint, layouts or {})
@@ -233,18 +245,17 @@ def _jammed_blocks(analysis, schedule) -> int:
     return found
 
 
-def _compiled_schedule(analysis, plan, types, footprint: int, shared: bool):
+def _compiled_schedule(analysis, plan, types, shared: bool):
     """(the schedule the serial C variant runs for this binding, or the OpenMP variant's where
-    ``shared``; how many bands it tiles): ``codegen.c``'s, whose arrays take ``footprint``
-    bytes (those that fit the cache are not tiled: not asked)."""
-    from asp_core import config, platform
+    ``shared``; how many bands it tiles): ``codegen.c``'s, its loops reordered where arrays are
+    read through transposed copies, tiled where its arrays do not fit the L2. (Asked whatever
+    the arrays' size: a copy may move a loop innermost, which decides whether the statement
+    vectorizes or waits on a chain: syr2k's ``j``.)"""
+    from asp_core import config
 
     from ..codegen.c import serial_schedule
-    from ..schedule.tiling import L2_SHARE
 
     force = config.current().tile
-    if force is None and footprint <= L2_SHARE * platform.data_caches().l2:
-        return plan.schedule, 0
     itemsize = {name: types.arrays[name].dtype.itemsize for name in analysis.names.arrays}
     schedule, bands = serial_schedule(analysis, plan, itemsize, shared=shared, force=force)
     return schedule, len(bands)
@@ -366,6 +377,40 @@ def _schedule_chains(schedule) -> dict[int, tuple[SLoop, ...]]:
     for node in schedule.root:
         visit(node, ())
     return out
+
+
+def _carried_ops(analysis, stmt, plan, types, chain: tuple, openmp: bool) -> int:
+    """The operations of ``stmt``'s floating-point recurrence (``features.recurrence_ops``)
+    that the innermost loop of ``chain`` (the compiled schedule's loops around it) carries:
+    where that loop leaves the element it writes in place (``w[i] = w[i] + A[i, j] * x[j]``
+    along ``j``), or the scalar is not private to it (``s = s + e``), each instance waits for
+    the previous one. 0 for a statement under an ``if`` (it may not run: the chain breaks,
+    as mandelbrot's ``z`` once it escapes), an integer (compilers sum integers in any order),
+    a target that moves with the loop, or (``openmp``) a sum or product the OpenMP variant
+    runs on lanes (``codegen.openmp``: a parallel innermost loop's reduction)."""
+    loops = [node for node in chain if isinstance(node, SLoop)]
+    if not loops or stmt.predicate is not None:
+        return 0
+    inner = loops[-1].lid
+    target = stmt.target
+    if openmp and loops[-1].parallel and isinstance(target, d.Var) and \
+            any(name == target.name and op in ("+", "*") for name, op in loops[-1].reductions):
+        return 0
+    if isinstance(target, d.ArrayRef):
+        if types.arrays[target.array].dtype.kind not in "fc":
+            return 0
+        write = next(a for a in plan.bound.accesses[stmt.sid] if a.write)
+        if any(form is None or form.as_dict().get(inner, 0) for form in write.dims):
+            return 0
+    else:
+        try:
+            kind = types.of(target).dtype.kind
+        except Exception:  # noqa: BLE001 - a scalar typeinfer does not type: no chain priced
+            return 0
+        found = analysis.scalars.of(target.name, inner)
+        if kind not in "fc" or found is None or found.kind == PRIVATE:
+            return 0
+    return recurrence_ops(stmt)
 
 
 def _bytes(analysis, plan, types, sid: int, inner: SLoop | None, layouts) -> tuple[float, bool]:
@@ -578,11 +623,23 @@ def running(threads: int, cores: int, busy: float) -> float:
     return threads * min(1.0, cores / (threads + busy)) if threads + busy > cores else threads
 
 
-def _compute_ns(s: StatementProfile, m: MachineParams, vector: bool) -> float:
+#: Operation kinds a vectorized loop still runs one lane at a time: C library functions
+#: (``exp``, ``log``, ``pow`` ...) called through wrappers whose SIMD clones call the scalar
+#: function in each lane (the same bits as serial C). Priced at the vector speed-up,
+#: black_scholes' OpenMP variant was predicted 4.7 times faster than it ran, serial C 2.
+LANE_CALLS = ("math", "pow")
+
+
+def _compute_ns(s: StatementProfile, m: MachineParams, vector: bool, carried: int) -> float:
+    """A statement's compute: its operations' throughput, vectorized or not; where its
+    innermost loop carries a chain through it (``carried`` operations), at least their
+    latency per instance."""
     per = s.features.cost(m.c_op_ns)
-    if vector:
-        return s.instances * per / m.vector_speedup
-    return s.instances * per * (GUARDED_SHARE if s.guarded else 1.0)
+    if vector:   # (a vector loop calls C library functions once per lane: ``codegen.openmp``)
+        calls = s.features.cost({kind: m.c_op_ns.get(kind, 0.0) for kind in LANE_CALLS})
+        return s.instances * ((per - calls) / m.vector_speedup + calls)
+    return s.instances * max(per * (GUARDED_SHARE if s.guarded else 1.0),
+                             carried * m.c_chain_ns)
 
 
 def memory_seconds(p: NestProfile, m: MachineParams, threads: float, openmp: bool = False) -> float:
@@ -611,7 +668,7 @@ def c_cost(p: NestProfile, m: MachineParams, threads: int = 1, cores: int = 0,
            busy: float = 0.0) -> Prediction:
     """Serial C, on the share of a core the process gets (``running``)."""
     share = running(1, cores, busy)
-    compute = sum(_compute_ns(s, m, s.vector) for s in p.statements) * 1e-9 / share
+    compute = sum(_compute_ns(s, m, s.vector, s.carried) for s in p.statements) * 1e-9 / share
     compute += p.loop_iterations(m) * m.c_iteration_ns * 1e-9 / share
     memory = memory_seconds(p, m, share)
     terms = {"compute": compute, "memory": memory, "call": m.c_call_ns * 1e-9}
@@ -627,8 +684,10 @@ def openmp_cost(p: NestProfile, m: MachineParams, threads: int = 2, cores: int =
     cores = cores or threads
     effective = running(threads, cores, busy)
     waiting = 1.0 + OVERSUBSCRIBED * max(0.0, threads + busy - cores)
-    parallel = sum(_compute_ns(s, m, s.vector_omp) for s in p.statements if s.parallel) * 1e-9
-    serial = sum(_compute_ns(s, m, s.vector) for s in p.statements if not s.parallel) * 1e-9
+    parallel = sum(_compute_ns(s, m, s.vector_omp, s.carried_omp)
+                   for s in p.statements if s.parallel) * 1e-9
+    serial = sum(_compute_ns(s, m, s.vector and not s.carried_omp, s.carried_omp)
+                 for s in p.statements if not s.parallel) * 1e-9
     share = parallel * p.imbalance / effective
     loops = p.loop_iterations(m, openmp=True) * m.c_iteration_ns * 1e-9 / effective
     compute = share + serial + loops

@@ -64,6 +64,7 @@ KERNELS = (
     ("fmax", "fmax(b[i], x)"),
     ("conv", "(double)(int64_t)b[i]"),                                     # 2 conversions
     ("index", "b[s * i + s - 1]"),                                         # 3 index ops
+    ("chain", "(x = x + b[i])"),                     # an add waiting for the previous one
 )
 #: The same loops vectorized (for the vector speed-up).
 VECTOR_KERNELS = (("poly_vector", KERNELS[3][1]), ("add_vector", KERNELS[2][1]))
@@ -105,7 +106,8 @@ def build() -> tuple[CModule, bool]:
 
 
 def measure_ops(module: CModule, quick: bool) -> dict[str, Any]:
-    """``c_op_ns``, ``c_iteration_ns`` and ``vector_speedup`` of ``MachineParams``."""
+    """``c_op_ns``, ``c_iteration_ns``, ``c_chain_ns`` and ``vector_speedup`` of
+    ``MachineParams``."""
     ffi, lib = module.ffi, module.lib
     a, b, c = np.zeros(N_L1), np.linspace(1.0, 2.0, N_L1), np.linspace(2.0, 1.0, N_L1)
     pa, pb, pc = (array_pointer(ffi, v) for v in (a, b, c))
@@ -146,7 +148,8 @@ def derive_ops(t: dict[str, float]) -> dict[str, Any]:
         "scalar": 0.0,  # a scalar the nest keeps is a register
     }
     speedup = t["poly"] / t["poly_vector"] if t["poly_vector"] > 0 else 1.0
-    return {"c_op_ns": ops, "c_iteration_ns": iteration, "vector_speedup": max(1.0, speedup)}
+    return {"c_op_ns": ops, "c_iteration_ns": iteration, "vector_speedup": max(1.0, speedup),
+            "c_chain_ns": pos(t["chain"] - iteration)}
 
 
 def thread_counts(cores: int, quick: bool) -> list[int]:

@@ -33,6 +33,7 @@ def summary(params: MachineParams) -> str:
             "compiled C (scalar, one thread)",
             f"  loop iteration             {_ns(p.c_iteration_ns)}",
             f"  vectorized speed-up        {p.vector_speedup:.2f}x",
+            f"  an operation on a chain    {_ns(p.c_chain_ns)} (carried across iterations)",
             f"  one call of a variant      {_ns(p.c_call_ns)}",
             f"  choosing it (dispatch)     {_ns(p.dispatch_ns)} (a settled kernel skips it)",
             "per operation          interpreter     compiled    ratio"]

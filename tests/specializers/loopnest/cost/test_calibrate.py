@@ -158,13 +158,14 @@ def test_interpreter_parameters_are_differences_of_probes():
 def test_compiled_parameters_are_differences_of_kernels():
     t = {name: 1.0 for name, _ in native_probes.KERNELS + native_probes.VECTOR_KERNELS}
     t.update(iteration=0.25, store=0.5, copy=0.75, add=1.0, poly=2.35, div=2.0, cmp=1.2,
-             logic=1.6, exp=5.75, log=7.75, poly_vector=0.4)
+             logic=1.6, exp=5.75, log=7.75, poly_vector=0.4, chain=1.5)
     got = native_probes.derive_ops(t)
     ops = got["c_op_ns"]
     assert got["c_iteration_ns"] == 0.25 and ops["store"] == 0.25 and ops["load"] == 0.25
     assert ops["arith"] == pytest.approx(0.2) and ops["div"] == pytest.approx(1.2)
     assert ops["cmp"] == pytest.approx(0.4) and ops["math"] == pytest.approx(6.0)
     assert ops["scalar"] == 0.0 and got["vector_speedup"] == pytest.approx(2.35 / 0.4)
+    assert got["c_chain_ns"] == pytest.approx(1.25)   # the chained add beyond the iteration
 
 
 def test_cache_size_from_sysfs(tmp_path):

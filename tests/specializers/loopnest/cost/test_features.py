@@ -65,3 +65,24 @@ def test_the_call_types_tell_python_scalars_from_numpy_ones():
     first, second = (s.features for s in profile.statements)
     assert (first["arith_py"], first["arith"]) == (2, 0)
     assert (second["arith_py"], second["arith"]) == (0, 1)
+
+
+def chains(self, w, A, x, idx, n, s, t):
+    for i in range(n):
+        for j in range(n):
+            w[i] = w[i] + A[i, j] * x[j]           # 1: the add waits for the last one
+            s = s * 0.5 + A[i, j]                  # 2: (s * 0.5) + ...
+            t = max(t, A[i, j])                    # 0: through a call (a cycle or two)
+            w[idx[j]] += 1.0                       # 1: the same element, written as read
+            x[j] = A[i, j] + w[i]                  # 0: x[j] is not read
+            A[i, j] = A[i, j - 1] * 2.0            # 0: another element (not counted)
+            w[i] = x[j] * (x[j] - (w[i] + 1.0))    # 3: * over - over +
+            A[i, int(w[i])] = 1.0 + A[i, int(w[i])]   # 1: read as the element written
+            s = -s if A[i, j] > 0.5 else s         # 0: through a selection
+
+
+def test_recurrence_ops_count_the_operations_from_the_targets_read_to_its_write():
+    from specializers.loopnest.cost.features import recurrence_ops
+
+    nest = analyse_kernel(chains).nests[0]
+    assert [recurrence_ops(st) for st in nest.statements] == [1, 2, 0, 1, 0, 0, 3, 1, 0]

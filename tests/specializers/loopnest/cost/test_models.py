@@ -441,3 +441,72 @@ def test_loop_iterations_are_counted_in_the_order_the_compiled_code_runs_them(ma
     assert statement.vector_omp
     assert p.vector_iterations_omp == statement.instances
     assert p.iterations >= statement.instances
+
+
+class MatVec(LoopKernel):
+    def kernel(self, A, x, w):
+        for i in range(A.shape[0]):
+            for j in range(A.shape[1]):
+                w[i] = w[i] + A[i, j] * x[j]
+
+
+class InnerProduct(LoopKernel):   # i, j, k as written: k innermost carries C[i, j]
+    def kernel(self, A, B, C):
+        for i in range(A.shape[0]):
+            for j in range(B.shape[1]):
+                for k in range(B.shape[0]):
+                    C[i, j] += A[i, k] * B[k, j]
+
+
+class Chains(LoopKernel):
+    def kernel(self, A, B):
+        s = 0.0
+        for i in range(A.shape[0]):
+            for j in range(A.shape[1]):
+                t = A[i, j]
+                t = t * 2.0 + 1.0          # private to j: each instance starts afresh
+                B[i, j] = t
+                if A[i, j] > 0.5:
+                    B[i, 0] = B[i, 0] + A[i, j]   # under an if: the chain may break
+                s = s + A[i, j]            # a sum along j (and i)
+        return s
+
+
+def carried(profile) -> list[tuple[int, int]]:
+    return [(s.carried, s.carried_omp) for s in profile.statements]
+
+
+@pytest.mark.parametrize("n", [8, 300])   # (in the L2 or not: the tiled schedules too)
+def test_an_accumulation_along_the_innermost_loop_is_a_chain(n):
+    """``w[i] = w[i] + ...`` along ``j`` waits on each add: priced at the chain's latency
+    per instance, not vectorized; integers are summed in any order (no chain); a product
+    in i, j, k order is interchanged so that ``j`` is innermost: no chain either."""
+    rng = np.random.default_rng(0)
+    A, x = rng.random((n, n)), rng.random(n)
+    p = profile_of(MatVec(backend="python", strict=True), A, x, np.zeros(n))
+    assert carried(p) == [(1, 1)]
+    assert not p.statements[0].vector and not p.statements[0].vector_omp
+    slow = models.MachineParams(c_chain_ns=100.0)
+    assert models.c_cost(p, slow)[1]["compute"] >= n * n * 100e-9
+    assert models.openmp_cost(p, slow, threads=2, cores=2)[1]["parallel compute"] >= \
+        n * n * 100e-9 / 2
+    ints = profile_of(MatVec(backend="python", strict=True), (A * 10).astype(np.int64),
+                      (x * 10).astype(np.int64), np.zeros(n, dtype=np.int64))
+    assert carried(ints) == [(0, 0)]
+    product = profile_of(InnerProduct(backend="python", strict=True), A, A.copy(), A.copy())
+    assert carried(product) == [(0, 0)]
+
+
+def test_private_scalars_and_guarded_statements_carry_no_chain():
+    rng = np.random.default_rng(1)
+    p = profile_of(Chains(backend="python", strict=True), rng.random((40, 40)),
+                   np.zeros((40, 40)))
+    by_line = [s.carried for s in p.statements]
+    assert by_line[:3] == [0, 0, 0] and by_line[-1] == 1   # t, t, B[i, j] ... s
+    assert max(by_line[3:-1]) == 0                         # the predicate and B[i, 0]
+
+
+def test_a_sum_is_a_chain_in_serial_c_and_runs_on_lanes_in_openmp():
+    p = profile_of(Total(backend="python", strict=True), np.ones(100_000))
+    assert carried(p) == [(1, 0)]
+    assert not p.statements[0].vector and p.statements[0].vector_omp
