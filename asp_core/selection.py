@@ -27,7 +27,9 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   tens of microseconds). So a call predicted under ``WARMUP_S`` that switches variants is not
   measured, and a probe of such a variant runs two calls in a row, the second measured: a
   variant is judged by what it costs once chosen. (Were its calls in fact spaced out, each
-  paying the wake-up, the calls that chose it measure that, and the choice moves back.)
+  paying the wake-up, the calls that chose it measure that, and the choice moves back.) The
+  switch's own cost, where the model knows it (``Estimate.switch_s``), counts in a probe's
+  cost.
 * **Building.** A variant that is not built costs its build time first. The choice is made as a
   rent-or-buy (ski rental) problem: if building and running the best variant costs no more
   than running the best built one now, it is built now; otherwise the call runs the best built
@@ -121,6 +123,9 @@ class Estimate:
     #: The least and the most ``seconds`` may be where the model cannot tell (a branch taken
     #: always or never), ``seconds`` being its best guess; None: as sure as any estimate.
     spread: tuple[float, float] | None = None
+    #: What the first call of it after another variant ran takes beyond ``seconds`` (an
+    #: OpenMP team waking after serial code ran); a probe pays it (see "Switching").
+    switch_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -437,9 +442,12 @@ class Selector:
     def _probe_cost(self, runner_up: Estimate, times: dict[str, float], best: float) -> float:
         """What a probe of ``runner_up`` is predicted to cost beyond running the choice
         (``best`` seconds a call): the difference, twice where the probe runs two calls (a
-        switch call under ``WARMUP_S`` is not measured: "Switching" in the module)."""
+        switch call under ``WARMUP_S`` is not measured: "Switching" in the module), and what
+        its first call pays for the switch. (Without that, a kernel of 2 us whose choice the
+        noise kept surprising probed OpenMP every 16 calls, each probe waking a team for tens
+        of microseconds: its calls took three times serial C's.)"""
         extra = max(0.0, times[runner_up.label] - best)
-        return 2 * extra if times[runner_up.label] < WARMUP_S else extra
+        return (2 * extra if times[runner_up.label] < WARMUP_S else extra) + runner_up.switch_s
 
     def _reach_of(self, estimate: Estimate, times: dict[str, float], best: float) -> int:
         """Whether a re-probe of the choice (``best`` seconds) may run ``estimate``'s variant

@@ -306,3 +306,27 @@ def test_a_variant_never_measured_borrows_a_kins_correction_within_a_limit():
     assert s.factor("omp", 0) > 20
     assert s.factor("c", 0, c.kin) == pytest.approx(selection.KIN_LIMIT)
     assert s.choose((omp, c)).label == "c"   # c is tried, and measured, not ruled out
+
+
+@pytest.mark.parametrize("switch_s", [0.0, 43e-6])
+def test_a_probe_pays_for_its_switch_too(switch_s):
+    """c takes 2 us a call; omp 4 us warm, but its first call after another variant ran wakes
+    its team (43 us more). With the switch's cost known (``switch_s``), the probes' extra
+    time, the wake-ups included, stays within ``PROBE_SHARE`` of the calls' time from the
+    first probe on; not known (0.0), the probes of the first thousand calls cost more than
+    that."""
+    s = Selector()
+    estimates = (est("c", 2e-6), Estimate("omp", 4e-6, {}, switch_s=switch_s))
+    total = extra = 0.0
+    labels: list[str] = []
+    for _ in range(1000):
+        d = s.choose(estimates)
+        labels.append(d.label)
+        took = 2e-6 if d.label == "c" else 4e-6 + (0.0 if labels[-2:-1] == ["omp"] else 43e-6)
+        total, extra = total + took, extra + took - 2e-6
+        s.observe(d.estimate, took)
+    assert "omp" in labels
+    if switch_s:
+        assert extra <= selection.PROBE_SHARE * total
+    else:
+        assert extra > selection.PROBE_SHARE * total   # (what the switch's cost is for)

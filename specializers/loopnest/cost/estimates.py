@@ -135,7 +135,8 @@ class NestEstimator:
             kin = tuple(other for other in reversed(labels) if other != label)
             seconds, terms = models.c_cost(profile, m, 1, cores, busy) if kind == "c" else \
                 models.openmp_cost(profile, m, threads, cores, busy)
-            out.append(Estimate(label, seconds, terms, cost_to_build(label), size, kin=kin))
+            out.append(Estimate(label, seconds, terms, cost_to_build(label), size, kin=kin,
+                                switch_s=0.0 if kind == "c" else m.omp_wake_ns * 1e-9))
         if self._device_profile_of is not None:
             for backend in device_calibrate.offered():
                 out.append(self._device_estimate(backend, signature, profile, built, size,
