@@ -107,7 +107,32 @@ def build() -> tuple[CModule, bool]:
 
 def measure_ops(module: CModule, quick: bool) -> dict[str, Any]:
     """``c_op_ns``, ``c_iteration_ns``, ``c_chain_ns`` and ``vector_speedup`` of
-    ``MachineParams``."""
+    ``MachineParams``: each the median of ``OP_ROUNDS`` rounds (a quick calibration: one),
+    each round's values differences of its own kernels' best times (see ``median_of``)."""
+    rounds = [_measure_ops_once(module, quick) for _ in range(1 if quick else OP_ROUNDS)]
+    return median_of(rounds)
+
+
+#: Rounds of the per-operation kernels in a full calibration. A value is a difference of two
+#: kernels' best times, and a load that slows one kernel's runs and not the other's moves it
+#: by a factor: a calibration made while a benchmark's processes ended priced a division 0.16
+#: ns and a call of exp or log 7.0, against 0.85 and 4.1 in every quiet run.
+OP_ROUNDS = 3
+
+
+def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per value (per operation kind for ``c_op_ns``), its median over ``rounds``."""
+    first = rounds[0]
+    out: dict[str, Any] = {}
+    for key, value in first.items():
+        if isinstance(value, dict):
+            out[key] = {kind: float(np.median([r[key][kind] for r in rounds])) for kind in value}
+        else:
+            out[key] = float(np.median([r[key] for r in rounds]))
+    return out
+
+
+def _measure_ops_once(module: CModule, quick: bool) -> dict[str, Any]:
     ffi, lib = module.ffi, module.lib
     a, b, c = np.zeros(N_L1), np.linspace(1.0, 2.0, N_L1), np.linspace(2.0, 1.0, N_L1)
     pa, pb, pc = (array_pointer(ffi, v) for v in (a, b, c))

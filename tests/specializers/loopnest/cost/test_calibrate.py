@@ -318,3 +318,14 @@ def test_record_lives_in_the_calibration_folder(isolated):
     record = calibrate.store(FAKE)
     assert record.path.parent == calibration.folder(isolated)
     assert isinstance(calibrate.stored(), MachineParams)
+
+
+def test_a_full_calibration_takes_the_median_of_its_rounds_per_value():
+    """One round disturbed (a load slowing one kernel and not another moves a difference by a
+    factor) does not move the values of three."""
+    quiet = {"c_op_ns": {"div": 0.85, "math": 4.1}, "c_iteration_ns": 0.32, "c_chain_ns": 0.6}
+    other = {"c_op_ns": {"div": 0.84, "math": 4.2}, "c_iteration_ns": 0.33, "c_chain_ns": 0.62}
+    disturbed = {"c_op_ns": {"div": 0.16, "math": 7.0}, "c_iteration_ns": 0.9, "c_chain_ns": 0.0}
+    got = native_probes.median_of([quiet, disturbed, other])
+    assert got == {"c_op_ns": {"div": 0.84, "math": 4.2}, "c_iteration_ns": 0.33,
+                   "c_chain_ns": 0.6}
