@@ -11,7 +11,7 @@ import pytest
 from specializers.loopnest import LoopKernel
 from specializers.loopnest.cost import device_calibrate
 from specializers.loopnest.cost.device import (
-    DeviceParams, DeviceProfile, KernelLoad, cuda_params, device_cost, device_profile)
+    DeviceParams, DeviceProfile, KernelLoad, cuda_params, device_cost)
 from specializers.loopnest.cost.machine import DEFAULTS
 from specializers.loopnest.cost.probe_kernels import DeviceSweeps as Sweeps  # a host loop
 from tests.specializers.loopnest.test_device import needs_opencl
