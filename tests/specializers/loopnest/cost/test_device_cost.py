@@ -494,3 +494,14 @@ def test_only_a_cuda_gpu_takes_its_lanes_from_its_attributes(monkeypatch):
     p = _from_attributes("cuda")
     assert p.lanes == 132 * 4 * 32 and p.lane_scale == pytest.approx(12.0 / 1.98)
     assert 3.0e12 < p.bandwidth < 3.6e12 and p.device == "sm_90"
+
+
+def test_a_full_device_calibration_keeps_the_median_round():
+    """Of three rounds of a lane measurement (a lane 2.3, 4.1 and 2.5 times serial C's time in
+    three single calibrations here), the middle one is kept, whole; a quick one runs once."""
+    from specializers.loopnest.cost.device_probes import median_round
+
+    rounds = iter([(2.3, 10.0), (4.1, 11.0), (2.5, 12.0)])
+    assert median_round(lambda: next(rounds), 3) == (2.5, 12.0)
+    calls = []
+    assert median_round(lambda: calls.append(1) or (3.0,), 1) == (3.0,) and calls == [1]
