@@ -239,7 +239,8 @@ class NestRunner(Specializer):
             return None
         layouts = {name: sig.layout for name, sig in zip(self.analysis.names.inputs, types)
                    if isinstance(sig, ArraySig)}
-        return profile(self.analysis, plan, info, layouts)
+        return profile(self.analysis, plan, info, layouts,
+                       compiled=lambda shared: self._tiling(plan, types, shared))
 
     def _device_profile_of(self, signature, profile, gpu: bool = True):
         """The cost model's profile of the device kernels of a binding and call signature,
@@ -389,15 +390,20 @@ class NestRunner(Specializer):
                 if backend == "openmp" else None, self.config.exact_errors)
 
     def _tiled(self, plan, signature, shared: bool):
-        """The schedule compiled C runs for this binding and signature (its bands tiled:
-        ``codegen.c.serial_schedule``), memoized: the cost model asks for it per variant."""
+        """The schedule compiled C runs for this binding and signature (``_tiling``)."""
+        return self._tiling(plan, signature, shared)[0]
+
+    def _tiling(self, plan, signature, shared: bool):
+        """(the schedule compiled C runs for this binding and signature, its tiled bands:
+        ``codegen.c.serial_schedule``), memoized: the cost model's profile and every variant
+        built for the call ask for it."""
         key = (plan.bound.key, signature, shared, self.config.tile)
         found = self._tilings.get(key)
         if found is None:
             names = self.analysis.names
             found = self._tilings.put(key, serial_schedule(self.analysis, plan, {
                 name: sig.dtype.itemsize for name, sig in zip(names.inputs, signature)
-                if name in names.arrays}, shared, self.config.tile)[0])
+                if name in names.arrays}, shared, self.config.tile))
         return found
 
     def _memo_of(self, signature, label: str) -> tuple | None:

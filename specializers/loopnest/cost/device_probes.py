@@ -72,7 +72,8 @@ ROUNDS = 3
 
 
 def median_round(measure_once, rounds: int) -> tuple:
-    """Of ``rounds`` results (tuples) of ``measure_once()``, the median by the first value."""
+    """Of ``rounds`` results (tuples) of ``measure_once()``, the median by the first value
+    (kept whole: ``_lane_scale``'s pair comes from one round)."""
     found = sorted((measure_once() for _ in range(max(1, rounds))), key=lambda r: r[0])
     return found[len(found) // 2]
 
@@ -93,9 +94,10 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
     rounds = 1 if quick else ROUNDS
     lane_scale, simple_ns = median_round(lambda: _lane_scale(backend, m, timed), rounds)
     per_unit = LANES_PER_UNIT["cpu" if facts.cpu else "gpu"]
-    lanes = median_round(lambda: (_lanes(
-        backend, timed, target=0.002 if quick else 0.005,
-        limit=facts.compute_units * per_unit if facts.compute_units else math.inf),), rounds)[0]
+    lanes = float(np.median([
+        _lanes(backend, timed, target=0.002 if quick else 0.005,
+               limit=facts.compute_units * per_unit if facts.compute_units else math.inf)
+        for _ in range(rounds)]))
     sweeps = _sweeps(backend, timed, facts.cache_bytes, count=200 if quick else 1000)
     copies = _transfers(backend, repeats)
     transfer_ns = copies["transfer_ns"]

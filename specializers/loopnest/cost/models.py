@@ -120,8 +120,11 @@ class NestProfile:
         return int(math.log(max(self.work, 1), 4))
 
 
-def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> NestProfile:
-    """The counts of one nest for one binding (``plan``) and call types (``types``)."""
+def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None,
+            compiled: Callable[[bool], tuple] | None = None) -> NestProfile:
+    """The counts of one nest for one binding (``plan``) and call types (``types``);
+    ``compiled(shared)``: the caller's memo of ``codegen.c.serial_schedule`` for them (the
+    runtime's, which the variants it builds share; None: computed here)."""
     from ..codegen.cexpr import INSTRUCTIONS
     from ..codegen.openmp import small_loops
 
@@ -138,9 +141,11 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     footprint = 0
     for name, shape in zip(analysis.names.arrays, plan.bound.key.shapes):
         footprint += math.prod(shape) * types.arrays[name].dtype.itemsize
-    serial, bands = _compiled_schedule(analysis, plan, types, shared=False)
-    shared = _compiled_schedule(analysis, plan, types, shared=True)[0] \
-        if bands else serial
+    if compiled is None:
+        def compiled(shared: bool) -> tuple:
+            return _compiled_schedule(analysis, plan, types, shared)
+    serial, bands = compiled(False)
+    shared = compiled(True)[0] if bands else serial
     compiled_chains = _schedule_chains(serial), _schedule_chains(shared)
     small = small_loops(analysis, plan)   # OpenMP runs them on one thread
     statements = []
@@ -177,7 +182,8 @@ def profile(analysis, plan, types, layouts: Mapping[str, str] | None = None) -> 
     dimensions = sum(len(shape) for shape in plan.bound.key.shapes)
     jammed = _jammed_blocks(analysis, serial) if bands else 0
     lines = MODULE_LINES + NEST_LINES + STATEMENT_LINES * len(statements) + \
-        LOOP_LINES * len(loops) + DIMENSION_LINES * dimensions + TILED_BAND_LINES * bands + \
+        LOOP_LINES * len(loops) + DIMENSION_LINES * dimensions + \
+        TILED_BAND_LINES * len(bands) + \
         JAMMED_BLOCK_LINES * jammed
     functions = {f.rpartition(".")[2] for s in statements if s.vector_omp
                  for f in s.features.math_calls} - INSTRUCTIONS   # (sqrt... vectorize as is)
@@ -247,7 +253,7 @@ def _jammed_blocks(analysis, schedule) -> int:
 
 def _compiled_schedule(analysis, plan, types, shared: bool):
     """(the schedule the serial C variant runs for this binding, or the OpenMP variant's where
-    ``shared``; how many bands it tiles): ``codegen.c``'s, its loops reordered where arrays are
+    ``shared``; the bands it tiles): ``codegen.c``'s, its loops reordered where arrays are
     read through transposed copies, tiled where its arrays do not fit the L2. (Asked whatever
     the arrays' size: a copy may move a loop innermost, which decides whether the statement
     vectorizes or waits on a chain: syr2k's ``j``.)"""
@@ -257,8 +263,7 @@ def _compiled_schedule(analysis, plan, types, shared: bool):
 
     force = config.current().tile
     itemsize = {name: types.arrays[name].dtype.itemsize for name in analysis.names.arrays}
-    schedule, bands = serial_schedule(analysis, plan, itemsize, shared=shared, force=force)
-    return schedule, len(bands)
+    return serial_schedule(analysis, plan, itemsize, shared=shared, force=force)
 
 
 def _traffic(analysis, plan, types, schedule, footprint: int,
