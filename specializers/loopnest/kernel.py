@@ -131,9 +131,8 @@ class _KernelState:
         ended this settlement already."""
         if self.settled is settled:
             self.settled = None
-            settled.release(self.runners)
-            measured = self._measured(settled.sizes)
-            measured.settled_s, measured.judgements = settled.typical_s(), 0
+            settled.release(self.runners, self._measured(settled.sizes).settlement(settled.times))
+            self.judge_mask = 0   # judged at every call until one is (``settle``)
 
     def settle(self, owner: "LoopKernel", args: tuple, kwargs: dict, seconds: float) -> None:
         """Settle if this call (of ``seconds``) says it pays (``settled.judge``). A kernel
@@ -148,7 +147,8 @@ class _KernelState:
             self.settled, self.settled_in = found, self.call_id
             self.judge_mask = SETTLE_EVERY - 1
         elif judged:   # (a call that probed or built judges nothing: the next one may)
-            self.judge_mask = min(2 * self.judge_mask + 1, JUDGE_EVERY_MAX - 1)
+            self.judge_mask = min(max(2 * self.judge_mask + 1, SETTLE_EVERY - 1),
+                                  JUDGE_EVERY_MAX - 1)
 
     def _measured(self, sizes: tuple) -> Measured:
         found = self.measured.get(sizes)
@@ -278,8 +278,10 @@ class LoopKernel:
 
 _CLASSES: dict[Any, _KernelClass] = {}
 #: A kernel judges whether to settle (``settled``) every SETTLE_EVERY calls (a power of 2),
-#: and on the call that ends a settlement; after each judgement that does not settle, half as
-#: often, down to every JUDGE_EVERY_MAX calls (a power of 2).
+#: and on each call after a settlement ends until one is judged (a call that probes or builds
+#: is not: waiting SETTLE_EVERY calls then cost a tiny kernel a sixth of its settled calls on
+#: a busy machine); after each judgement that does not settle, half as often, down to every
+#: JUDGE_EVERY_MAX calls (a power of 2).
 SETTLE_EVERY = 32
 JUDGE_EVERY_MAX = 1024
 

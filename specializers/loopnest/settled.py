@@ -19,14 +19,17 @@ of at most as many elements, or an int at most as large, or of another type (a b
 cannot see, such as a global, is caught by the time check below).
 
 A settled kernel is asked again (a call through the cost model, which may settle it again)
-after ``SETTLED_CALLS`` calls, or at once after a call that took more than ``SLOWER`` times its
-prediction; the calls it skipped count for the selectors' re-probing schedules, and the median
-time of its calls, shared out among the nests as predicted, corrects their original code's
-predictions (the median, not the last call: a settlement that one slow call ended would
-otherwise report that outlier as the original code's time, and on a busy machine the model
-would learn to believe the original code slower than it is, and stop settling). Running the
-original code is always exact, so settling can cost time, never correctness: at most
-``SETTLED_CALLS`` calls of a choice gone stale.
+after ``SETTLED_CALLS`` calls, or at once after a call that took more than ``SLOWER`` times a
+settled call's usual time (its prediction, or the measured median of the last settled calls
+where that is longer). The calls it skipped count for the selectors' re-probing schedules, and
+the median time of the last ``SETTLED_SAMPLES`` settled calls (this settlement's and the
+earlier ones'), shared out among the nests as predicted, corrects their original code's
+predictions: the median, not the last call, and over settlements, not this one's alone, since
+a settlement that one slow call ended (its first, a preemption) would otherwise report that
+outlier as the original code's time, and on a busy machine the model would learn to believe
+the original code slower than it is, and stop settling. Running the original code is always
+exact, so settling can cost time, never correctness: at most ``SETTLED_CALLS`` calls of a
+choice gone stale.
 
 **Measured, not only predicted.** The two sides of the comparison are fixed costs of a few
 hundred nanoseconds each, which the calibration measures for a typical kernel, not for this
@@ -62,22 +65,38 @@ MIN_DISPATCHED = 3
 MEASURED_JUDGEMENTS = 16
 #: Call sizes whose measurements a kernel keeps (the oldest is forgotten first).
 MEASURED_SIZES = 8
+#: The settled calls' times kept per call sizes, over settlements (their median is the
+#: settled side, what a settlement reports to the model, and what a settled call is usual).
+SETTLED_SAMPLES = 15
 
 
 @dataclass
 class Measured:
     """What the calls of one kernel state at one call size took (seconds): the last judged
-    calls, which dispatched their nests, and the median of the last settlement's calls."""
+    calls, which dispatched their nests, and the last settled calls, over settlements."""
 
     dispatched: list = field(default_factory=list)
-    settled_s: float = 0.0    # (0.0: no settlement measured, or too long ago)
-    judgements: int = 0       # judgements since ``settled_s`` was measured
+    settled: list = field(default_factory=list)
+    settled_s: float = 0.0    # their median (0.0: no settlement measured)
+    judgements: int = 0       # judgements since a settlement measured ``settled_s``
 
     def record(self, seconds: float) -> None:
         """A judged call took ``seconds``."""
         self.dispatched.append(seconds)
         del self.dispatched[:-DISPATCHED_SAMPLES]
         self.judgements += 1
+
+    def settlement(self, times: list) -> float:
+        """A settlement's calls took ``times``: the median of the last ``SETTLED_SAMPLES``
+        settled calls, this settlement's and the earlier ones' (0.0: none ran). Over
+        settlements, not this one's alone: a settlement that its first call ended (a
+        preempted call) would otherwise report that one call as the original code's time."""
+        if not times:
+            return 0.0
+        self.settled.extend(times)
+        del self.settled[:-SETTLED_SAMPLES]
+        self.settled_s, self.judgements = median_high(self.settled), 0
+        return self.settled_s
 
     def verdict(self) -> bool | None:
         """Whether settling is faster, as measured (None: not measured enough)."""
@@ -104,7 +123,7 @@ class Settled:
 
     limits: tuple            # per positional argument: its size, or None (not sized)
     attributes: tuple        # (name, size) of the instance's arrays and ints
-    seconds: float           # the predicted time of a settled call
+    seconds: float           # a settled call's usual time (predicted, or measured: ``judge``)
     shares: tuple = ()       # (runner, its original code's estimate, its share of the time)
     left: int = SETTLED_CALLS
     ran: int = 0
@@ -143,21 +162,17 @@ class Settled:
                     return False
         return True
 
-    def release(self, runners) -> None:
-        """The settlement is over: its calls count for the selectors' re-probing, and the
-        median of their times, shared out as predicted, corrects the nests' original code."""
+    def release(self, runners, seconds: float) -> None:
+        """The settlement is over: its calls count for the selectors' re-probing, and a
+        settled call's measured time (``Measured.settlement``; 0.0: none) less its own cost
+        (``settled_call_ns``, which ``judge`` adds again), shared out as predicted, corrects
+        the nests' original code."""
         for runner in runners:
             runner.selector.skipped(self.ran)
-        seconds = self.typical_s()
-        if seconds > 0:
+        nests = seconds - machine().settled_call_ns * 1e-9
+        if seconds > 0 and nests > 0:
             for runner, estimate, share in self.shares:
-                runner.selector.observe(estimate, seconds * share)
-
-    def typical_s(self) -> float:
-        """The median time of the settled calls (the higher middle one; 0.0: none ran).
-        (Not ``statistics.median_high``: importing it costs the package 5 ms at import.)"""
-        times = sorted(self.times)
-        return times[len(times) // 2] if times else 0.0
+                runner.selector.observe(estimate, nests * share)
 
     def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict,
             started: float) -> Any:
@@ -218,8 +233,19 @@ def judge(ran: list, sizes: tuple, kwargs: dict, measured: Measured,
     if not settles:
         return None, True
     total = sum(alone for _, _, alone in parts) or 1.0
-    return Settled.of(sizes, original, tuple((runner, mine, alone / total)
-                                             for runner, mine, alone in parts)), True
+    # A settled call ends its settlement when it takes SLOWER times the usual: the
+    # prediction, or the settled calls' measured median where that is longer (predicted from
+    # a calibration on a faster core, every call of a slower one ended its settlement).
+    usual = max(original, measured.settled_s)
+    return Settled.of(sizes, usual, tuple((runner, mine, alone / total)
+                                          for runner, mine, alone in parts)), True
+
+
+def median_high(times: list) -> float:
+    """The higher middle one of ``times`` (not ``statistics.median_high``: importing that
+    module costs the package 5 ms at import)."""
+    ordered = sorted(times)
+    return ordered[len(ordered) // 2]
 
 
 def _size(value: Any) -> int | None:
