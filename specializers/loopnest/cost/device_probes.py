@@ -65,9 +65,10 @@ NONE_CALLS = 10
 LANES_PER_UNIT = {"cpu": 64, "gpu": 2048}
 
 
-#: Rounds of the lane measurements in a full calibration, of which the median is kept: three
-#: single rounds on PoCL here gave a lane 2.3, 4.1 and 2.5 times serial C's time and 2, 3 and
-#: 5 lanes (at 4.1, OpenCL on gemm at 512 was priced 9.3 times its time).
+#: Rounds of the measurements in a full calibration (lanes, a lane's speed, the launch,
+#: bandwidths and copies), of which the median is kept: three single rounds on PoCL here gave
+#: a lane 2.3, 4.1 and 2.5 times serial C's time and 2, 3 and 5 lanes (at 4.1, OpenCL on gemm
+#: at 512 was priced 9.3 times its time).
 ROUNDS = 3
 
 
@@ -76,6 +77,16 @@ def median_round(measure_once, rounds: int) -> tuple:
     (kept whole: ``_lane_scale``'s pair comes from one round)."""
     found = sorted((measure_once() for _ in range(max(1, rounds))), key=lambda r: r[0])
     return found[len(found) // 2]
+
+
+def median_per_key(found: list) -> dict:
+    """Per key of the dicts in ``found`` (one a round), the median of its values that are not
+    None (None where all are): each of the sweeps' and copies' figures on its own."""
+    out = {}
+    for key in found[0]:
+        values = [f[key] for f in found if f[key] is not None]
+        out[key] = float(np.median(values)) if values else None
+    return out
 
 
 def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams:
@@ -98,8 +109,9 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
         _lanes(backend, timed, target=0.002 if quick else 0.005,
                limit=facts.compute_units * per_unit if facts.compute_units else math.inf)
         for _ in range(rounds)]))
-    sweeps = _sweeps(backend, timed, facts.cache_bytes, count=200 if quick else 1000)
-    copies = _transfers(backend, repeats)
+    sweeps = median_per_key([_sweeps(backend, timed, facts.cache_bytes,
+                                     count=200 if quick else 1000) for _ in range(rounds)])
+    copies = median_per_key([_transfers(backend, repeats) for _ in range(rounds)])
     transfer_ns = copies["transfer_ns"]
     # a call with no launch: the dispatcher, four copies (y and x up and back), the rest
     call_ns = max(0.0, sweeps["none_s"] * 1e9 - m.dispatch_ns - 4 * transfer_ns)
