@@ -170,7 +170,7 @@ class Settled:
         for runner in runners:
             runner.selector.skipped(self.ran)
         nests = seconds - machine().settled_call_ns * 1e-9
-        if seconds > 0 and nests > 0:
+        if nests > 0:
             for runner, estimate, share in self.shares:
                 runner.selector.observe(estimate, nests * share)
 

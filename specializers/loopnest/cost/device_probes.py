@@ -43,7 +43,7 @@ from . import first_use
 from .device import FRESH_BYTES, DeviceParams
 from .machine import MachineParams
 from .probe_kernels import DeviceChain, DeviceSweeps, DeviceWide
-from .timing import best_per_unit
+from .timing import best_per_unit, median_of
 
 #: Elements of the arrays the device's bandwidth is measured on (64 MiB: beyond the caches of
 #: most machines), and of those its copies are: 8 MiB, and 32 MiB (``device.FRESH_BYTES``:
@@ -79,16 +79,6 @@ def median_round(measure_once, rounds: int) -> tuple:
     return found[len(found) // 2]
 
 
-def median_per_key(found: list) -> dict:
-    """Per key of the dicts in ``found`` (one a round), the median of its values that are not
-    None (None where all are): each of the sweeps' and copies' figures on its own."""
-    out = {}
-    for key in found[0]:
-        values = [f[key] for f in found if f[key] is not None]
-        out[key] = float(np.median(values)) if values else None
-    return out
-
-
 def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams:
     repeats = 3 if quick else 5
     init_s = first_use.measure(backend) if not quick else None
@@ -109,9 +99,9 @@ def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams
         _lanes(backend, timed, target=0.002 if quick else 0.005,
                limit=facts.compute_units * per_unit if facts.compute_units else math.inf)
         for _ in range(rounds)]))
-    sweeps = median_per_key([_sweeps(backend, timed, facts.cache_bytes,
+    sweeps = median_of([_sweeps(backend, timed, facts.cache_bytes,
                                      count=200 if quick else 1000) for _ in range(rounds)])
-    copies = median_per_key([_transfers(backend, repeats) for _ in range(rounds)])
+    copies = median_of([_transfers(backend, repeats) for _ in range(rounds)])
     transfer_ns = copies["transfer_ns"]
     # a call with no launch: the dispatcher, four copies (y and x up and back), the rest
     call_ns = max(0.0, sweeps["none_s"] * 1e9 - m.dispatch_ns - 4 * transfer_ns)

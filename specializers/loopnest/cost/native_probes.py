@@ -35,7 +35,7 @@ from asp_core.backends.c import CModule, array_pointer, compile_c
 from asp_core.errors import BackendUnavailable
 from asp_core.templates import render
 
-from .timing import best_per_unit, count_for, elapsed
+from .timing import best_per_unit, count_for, elapsed, median_of
 
 log = logging.getLogger("asp.loopnest.calibrate")
 
@@ -118,18 +118,6 @@ def measure_ops(module: CModule, quick: bool) -> dict[str, Any]:
 #: by a factor: a calibration made while a benchmark's processes ended priced a division 0.16
 #: ns and a call of exp or log 7.0, against 0.85 and 4.1 in every quiet run.
 OP_ROUNDS = 3
-
-
-def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per value (per operation kind for ``c_op_ns``), its median over ``rounds``."""
-    first = rounds[0]
-    out: dict[str, Any] = {}
-    for key, value in first.items():
-        if isinstance(value, dict):
-            out[key] = {kind: float(np.median([r[key][kind] for r in rounds])) for kind in value}
-        else:
-            out[key] = float(np.median([r[key] for r in rounds]))
-    return out
 
 
 def _measure_ops_once(module: CModule, quick: bool) -> dict[str, Any]:

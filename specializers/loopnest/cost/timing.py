@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 Run = Callable[[int], Any]
 
 
@@ -57,3 +59,17 @@ def best_per_unit(cases: Mapping[str, tuple[Run, int]], repeats: int) -> dict[st
         if quiet:
             gc.enable()
     return best
+
+
+def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per value of the dicts in ``rounds`` (one a round of a calibration's measurements;
+    per key for a value that is itself a dict), its median over the rounds, each value on its
+    own. A round's None (it found no difference) does not count; None where all are."""
+    out: dict[str, Any] = {}
+    for key, value in rounds[0].items():
+        if isinstance(value, dict):
+            out[key] = median_of([r[key] for r in rounds])
+        else:
+            values = [r[key] for r in rounds if r[key] is not None]
+            out[key] = float(np.median(values)) if values else None
+    return out

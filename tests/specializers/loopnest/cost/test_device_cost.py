@@ -511,13 +511,13 @@ def test_the_sweeps_and_copies_keep_each_figures_median():
     """Each figure of the sweeps and copies is the median of its rounds on its own (a round's
     launch may be disturbed where its bandwidth is not); a round that found no difference
     (None) does not count, and all None stays None."""
-    from specializers.loopnest.cost.device_probes import median_per_key
+    from specializers.loopnest.cost.timing import median_of
 
     found = [{"launch_ns": 9000.0, "bandwidth": 4e9, "cache_bandwidth": None},
              {"launch_ns": 3000.0, "bandwidth": 9e9, "cache_bandwidth": None},
              {"launch_ns": 3500.0, "bandwidth": 5e9, "cache_bandwidth": None}]
-    assert median_per_key(found) == {"launch_ns": 3500.0, "bandwidth": 5e9,
+    assert median_of(found) == {"launch_ns": 3500.0, "bandwidth": 5e9,
                                      "cache_bandwidth": None}
     found[0]["cache_bandwidth"], found[1]["cache_bandwidth"] = 2e10, 4e10
-    assert median_per_key(found)["cache_bandwidth"] == 3e10
-    assert median_per_key(found[:1]) == found[0]
+    assert median_of(found)["cache_bandwidth"] == 3e10
+    assert median_of(found[:1]) == found[0]
