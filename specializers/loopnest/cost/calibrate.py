@@ -15,6 +15,13 @@ them again (the ALPyNA cost model's section 3.4, extended to every parameter of
   thread, which stores its result and makes ``machine.machine()`` read it; until then the cost
   model uses ``machine.DEFAULTS``. ``ASP_CALIBRATE=0`` turns that off. ``status()`` says which
   parameters are in use.
+* An asked-for calibration wins over a background one: while ``calibrate()`` (or the device's)
+  measures in this process (``EXPLICIT``), no background calibration starts, and a background
+  one that ends after another record was stored keeps that record. (The probes of
+  ``calibrate --quick`` ran kernels, whose cost model found no record yet and started a quick
+  calibration beside the asked-for one: both measured at once on the same cores, and the
+  background one, ending last, replaced the stored record. A lent GPU machine's record, and
+  this VM's, were the background one's.)
 """
 
 from __future__ import annotations
@@ -160,12 +167,39 @@ def store(params: MachineParams, cache_dir=None) -> calibration.Calibration:
     return record
 
 
+class _Explicit:
+    """How many asked-for calibrations (host or device) measure in this process now: while
+    any does, no background calibration starts (its measurements would share the cores with
+    the asked-for one's)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+    def __enter__(self) -> "_Explicit":
+        with self.lock:
+            self.count += 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self.lock:
+            self.count -= 1
+
+    @property
+    def running(self) -> bool:
+        return self.count > 0
+
+
+EXPLICIT = _Explicit()
+
+
 def calibrate(quick: bool = False, progress: Progress | None = None, cache_dir=None
               ) -> tuple[MachineParams, calibration.Calibration]:
     """Measure and store (in ``cache_dir``: see ``store``); returns the parameters and the
-    stored record."""
-    params = measure(quick, progress)
-    return params, store(params, cache_dir)
+    stored record. No background calibration starts in this process meanwhile."""
+    with EXPLICIT:
+        params = measure(quick, progress)
+        return params, store(params, cache_dir)
 
 
 # -- the first use: a quick calibration in the background ------------------------------------
@@ -224,7 +258,17 @@ BACKGROUND = _Background()
 
 
 def _quick_and_store(cache_dir=None) -> None:
-    params, record = calibrate(quick=True, cache_dir=cache_dir)
+    """The first use's quick calibration, stored unless a record was stored meanwhile (by
+    ``calibrate`` in another process, or a full one): that one is kept."""
+    params = measure(quick=True)
+    found = calibration.load(CALIBRATION, FORMAT, parse,
+                             cache_dir=cache_dir or config_module.current().cache_dir)
+    if found is not None:   # (two processes' first uses: either record will do)
+        log.info("a calibration stored while the background one measured is kept: %s",
+                 found.describe())
+        machine_module.clear_cache()
+        return
+    record = store(params, cache_dir)
     log.info("calibrated in the background: %s", record.describe())
 
 
@@ -232,7 +276,7 @@ def ensure(background: bool = True) -> str:
     """Make sure the cost model has this machine's parameters, or will soon: without a stored
     calibration, and unless ``ASP_CALIBRATE=0``, run a quick one (in a daemon thread with
     ``background``, else now). Returns ``status()``, which it also logs (once a process)."""
-    if stored_record() is None and config_module.current().calibrate:
+    if stored_record() is None and config_module.current().calibrate and not EXPLICIT.running:
         if background:   # stored where the settings say now, not where they say at its end
             cache_dir = config_module.current().cache_dir
             BACKGROUND.start(lambda: _quick_and_store(cache_dir))
@@ -253,6 +297,8 @@ def status() -> str:
         return f"calibrated on {record.date}"
     if BACKGROUND.running:
         return "defaults (calibrating in the background)"
+    if EXPLICIT.running:
+        return "defaults (calibrating now)"
     if BACKGROUND.error:
         return f"defaults (the calibration failed: {BACKGROUND.error})"
     if not config_module.current().calibrate:

@@ -75,7 +75,9 @@ def params(backend: str) -> DeviceParams | None:
         return None
     record = stored_record(backend)
     if record is None:
-        if config_module.current().calibrate:
+        from .calibrate import EXPLICIT
+
+        if config_module.current().calibrate and not EXPLICIT.running:
             _start_background(backend)
         return None
     return record.params
@@ -104,10 +106,12 @@ def calibrate(backend: str, quick: bool = False, cache_dir=None
     """Measure ``backend``'s device and store its parameters in ``cache_dir`` (default: the
     settings' now; ``BackendUnavailable`` where there is none)."""
     from . import device_probes
+    from .calibrate import EXPLICIT
     from .machine import machine
 
-    measured = device_probes.measure(backend, machine(), quick)
-    return measured, store(measured, cache_dir)
+    with EXPLICIT:   # (no background calibration starts meanwhile: ``cost.calibrate``)
+        measured = device_probes.measure(backend, machine(), quick)
+        return measured, store(measured, cache_dir)
 
 
 _STARTED: set[str] = set()
@@ -151,9 +155,20 @@ STOP_WAIT_S = 30.0
 def _background(backend: str, cache_dir) -> None:
     from . import calibrate as cpu
 
+    from . import device_probes
+    from .machine import machine
+
     cpu.BACKGROUND.join()   # after the CPU's first calibration, if one runs
     try:
-        measured, record = calibrate(backend, quick=True, cache_dir=cache_dir)
+        measured = device_probes.measure(backend, machine(), True)
+        found = calibration.load(record_name(backend), FORMAT, DeviceParams.from_json,
+                                 cache_dir=cache_dir)
+        if found is not None:   # stored meanwhile (``calibrate``, another process): kept
+            log.info("a %s device calibration stored while the background one measured is "
+                     "kept: %s", backend, found.describe())
+            clear_cache()
+            return
+        record = store(measured, cache_dir)
         log.info("calibrated the %s device in the background: %s", backend,
                  record.describe())
     except (AspError, OSError, ValueError, RuntimeError) as exc:

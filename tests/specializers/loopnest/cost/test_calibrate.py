@@ -11,7 +11,8 @@ import pytest
 from asp_core import calibration
 from asp_core.errors import CacheError
 from specializers.loopnest import __main__ as cli
-from specializers.loopnest.cost import calibrate, machine, native_probes, python_probes
+from specializers.loopnest.cost import (calibrate, device_calibrate, machine, native_probes,
+                                        python_probes)
 from specializers.loopnest.cost.features import KINDS, PY_KINDS
 from specializers.loopnest.cost.machine import DEFAULTS, MachineParams
 from specializers.loopnest.cost.summary import summary
@@ -254,6 +255,45 @@ def test_background_calibration_stores_and_machine_reads_it(isolated, fake_measu
     assert calibrate.status().startswith("calibrated on ")
     assert calibrate.ensure(background=True).startswith("calibrated on ")
     assert calls == [True]
+
+
+def test_an_asked_for_calibration_starts_no_background_one(isolated, monkeypatch):
+    """``calibrate --quick`` ran kernels in its probes, whose cost model found no record and
+    started a quick calibration beside it: both measured on the same cores at once, and the
+    background one, ending last, replaced the asked-for record (a lent GPU machine's, this
+    VM's). Now none starts while an asked-for one measures, host or device."""
+    seen = []
+
+    def measure(quick=False, progress=None):
+        seen.append((calibrate.ensure(background=True),
+                     device_calibrate.params("opencl"), calibrate.BACKGROUND.thread))
+        return FAKE
+
+    monkeypatch.setattr(calibrate, "measure", measure)
+    monkeypatch.setattr(device_calibrate, "importable", lambda backend: backend == "opencl")
+    monkeypatch.setattr(device_calibrate, "_STARTED", set())
+    device_calibrate.clear_cache()
+    try:
+        params, record = calibrate.calibrate(quick=True)
+        assert seen == [("defaults (calibrating now)", None, None)]
+        assert device_calibrate._STARTED == set()             # nor a device's
+        assert calibrate.stored().py_iteration_ns == 42.0 and not calibrate.EXPLICIT.running
+    finally:
+        device_calibrate.clear_cache()
+
+
+def test_a_background_calibration_keeps_a_record_stored_meanwhile(isolated, fake_measure):
+    """A first use's quick calibration that ends after ``calibrate`` (another process, or a
+    full one) stored a record leaves that record in place."""
+    release, calls = fake_measure
+    assert calibrate.ensure(background=True) == "defaults (calibrating in the background)"
+    asked = calibrate.store(dataclasses.replace(FAKE, py_iteration_ns=7.0,
+                                                source="full calibration"))
+    release.set()
+    calibrate.BACKGROUND.join(30)
+    assert calls == [True]
+    assert calibrate.stored_record().created == asked.created
+    assert calibrate.stored().py_iteration_ns == 7.0 and machine.machine().py_iteration_ns == 7.0
 
 
 def test_calibration_in_the_foreground(isolated, fake_measure):

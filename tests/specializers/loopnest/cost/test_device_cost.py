@@ -421,6 +421,34 @@ def test_a_background_calibration_stores_where_it_was_started(device_store, tmp_
     assert device_calibrate.params("opencl") == DEVICE
 
 
+def test_a_background_device_calibration_keeps_a_record_stored_meanwhile(device_store,
+                                                                         monkeypatch):
+    """A background device calibration that ends after ``calibrate`` stored the device's
+    record (a full one, say) leaves that record in place."""
+    import threading
+
+    from specializers.loopnest.cost import device_probes
+
+    release = threading.Event()
+
+    def measure(backend, machine, quick):
+        assert release.wait(10)
+        return dataclasses.replace(DEVICE, source="quick")
+
+    monkeypatch.setattr(device_probes, "measure", measure)
+    monkeypatch.setenv("ASP_CALIBRATE", "1")
+    monkeypatch.setattr(device_calibrate, "_STARTED", set())
+    monkeypatch.setattr(device_calibrate, "_THREADS", [])
+    assert device_calibrate.params("opencl") is None      # starts the background calibration
+    asked = device_calibrate.store(dataclasses.replace(DEVICE, lanes=7.0, source="full"))
+    release.set()
+    for thread in device_calibrate._THREADS:
+        thread.join(10)
+    device_calibrate.clear_cache()
+    record = device_calibrate.stored_record("opencl")
+    assert record.created == asked.created and record.params.lanes == 7.0
+
+
 @needs_opencl
 def test_a_devices_first_use_is_measured_in_a_new_process_where_this_one_used_it():
     """The calibration of a process that has used the device once guessed its first use at
