@@ -27,7 +27,10 @@ an ``if`` body's at ``GUARDED_WEIGHT``, read off the method's bytecode once
 (``loop_levels``). The analysis cost is
 proportional to the size of the method's bytecode (``ANALYSIS_S_PER_BYTE``, measured on the
 twelve examples), plus, for the first kernel a process analyses, the analysis's own first use
-(``FIRST_ANALYSIS_S``: the calibration read and the cost model's first estimates).
+(``FIRST_ANALYSIS_S``: the calibration read and the cost model's first estimates). These
+prices are one machine's at one time; weighed against a first build (the calibration's compile
+time), the work and the analysis are scaled by how much slower or faster the calibration finds
+this machine's interpreter (``interpreter_scale``).
 ``strict=True``, a forced backend, ``ASP_SELECTION=fixed`` or ``explain()`` analyse at once.
 
 The calls that stay cold take the *cold gate* where it is built (``gate``, ``_coldgate.c``): the
@@ -71,6 +74,14 @@ ANALYSIS_BASE_S = 1e-3
 #: compiler's identity, and makes the cost model's first estimates (seconds: 5 to 7 ms and
 #: 6 to 7 here).
 FIRST_ANALYSIS_S = 12e-3
+#: The interpreter these prices were fitted on, in the calibration's terms: an element loop's
+#: iteration, load, arithmetic and store (``interpreter_scale``), in ns. Measured on
+#: 2026-11-27 at 22:45: pinned to either core, the prices above were 1.9 and 2.5 times below
+#: the twelve examples' measured times (51 points, geomean) with that figure at 134 ns, where
+#: at their fit they were exact: this machine's interpreter had slowed about twofold.
+INTERPRETER_REF_NS = 62.0
+#: The most ``interpreter_scale`` moves the prices either way (a calibration made under load).
+INTERPRETER_SCALE_LIMIT = 4.0
 #: Lines of C a small nest adds to the runtime header (``cost.models.NestProfile.lines``).
 TYPICAL_LINES = 50
 _ANALYSED = [False]   # whether this process has analysed a kernel
@@ -94,6 +105,7 @@ class ColdStart:
     calls: int = 0
     func: Callable | None = None   # the method (its compiled variants in the disk cache)
     build_s: float | None = None   # a first compiled variant's build (``first_build_s``)
+    scale: float = 1.0             # the interpreter's speed against the prices' (read with it)
 
     @classmethod
     def of(cls, func: Callable) -> "ColdStart":
@@ -115,7 +127,13 @@ class ColdStart:
 
             if work < limit + LOAD_SECONDS:   # (a build costs at least a load: no need to
                 return True                   # read what it costs, 7 ms on a first call)
-        return work < limit + self.first_build_s()
+        build = self.first_build_s()
+        # The work and the analysis are the interpreter's, the build the compiler's: where
+        # the calibration finds the interpreter slower than the prices' (``interpreter_scale``),
+        # the build is worth more of them. (With the prices alone, saxpy's first call on 2**20
+        # elements, 141 ms of work priced, 320 to 460 ms measured, stayed cold against a
+        # build of 145 ms: its first call took 1.5 to 2 times the compiled one's.)
+        return work * self.scale < limit * self.scale + build
 
     def first_build_s(self) -> float:
         """What a first compiled variant of the method costs to get: loaded where a process
@@ -125,10 +143,11 @@ class ColdStart:
             from .cost.estimates import LOAD_SECONDS
             from .cost.machine import machine
 
+            m = machine()
+            self.scale = interpreter_scale(m)
             if self.func is not None and index.compiled_before(index.kernel_key(self.func)):
                 self.build_s = LOAD_SECONDS
             else:
-                m = machine()
                 self.build_s = m.compile_base_s + m.compile_first_s + \
                     m.compile_per_line_s * TYPICAL_LINES
         return self.build_s
@@ -141,6 +160,24 @@ class ColdStart:
         finally:
             self.spent += time.perf_counter() - started
             self.calls += 1
+
+
+def interpreter_scale(m) -> float:
+    """How much slower than the prices' interpreter (``INTERPRETER_REF_NS``) this machine's
+    runs an element loop, by its calibration (``cost.machine.MachineParams``: an iteration, a
+    load, an arithmetic operation and a store): 1.0 for the defaults, and within
+    ``INTERPRETER_SCALE_LIMIT`` either way."""
+    from .cost.machine import DEFAULTS
+
+    if m is DEFAULTS:
+        return 1.0
+    ops = m.py_op_ns
+    figure = m.py_iteration_ns + ops.get("load", 0.0) + ops.get("arith", 0.0) + \
+        ops.get("store", 0.0)
+    if not figure > 0:
+        return 1.0
+    return min(max(figure / INTERPRETER_REF_NS, 1 / INTERPRETER_SCALE_LIMIT),
+               INTERPRETER_SCALE_LIMIT)
 
 
 _NO_ATTRIBUTES: dict = {}

@@ -200,6 +200,45 @@ def test_a_first_call_is_analysed_only_where_a_build_would_pay_too(monkeypatch):
     assert not ColdStart(analysis_s=1e-3, build_s=0.05).stays_cold(None, (sixty_ms,), {})
 
 
+@pytest.mark.parametrize("scale, cold", [(0.5, True), (1.0, True), (2.0, False)])
+def test_an_interpreter_slower_than_the_prices_pays_for_a_build_sooner(monkeypatch, scale,
+                                                                        cold):
+    """The work and the analysis are priced for the interpreter the prices were fitted on;
+    the build is the calibration's. Where the calibration finds the interpreter twice as slow,
+    a first call of 80 ms priced (160 real) pays for a build of 100 ms; at the prices' speed
+    or faster it does not."""
+    import dataclasses
+
+    from specializers.loopnest import coldstart
+    from specializers.loopnest.cost import machine as machine_module
+
+    base = machine_module.DEFAULTS
+    quarter = coldstart.INTERPRETER_REF_NS * scale / 4
+    params = dataclasses.replace(
+        base, py_iteration_ns=quarter,
+        py_op_ns=dict(base.py_op_ns, load=quarter, arith=quarter, store=quarter),
+        compile_base_s=0.1, compile_first_s=0.0, compile_per_line_s=0.0)
+    monkeypatch.setattr(machine_module, "machine", lambda: params)
+    monkeypatch.setattr(coldstart, "_ANALYSED", [True])
+    assert coldstart.interpreter_scale(params) == pytest.approx(scale)
+    eighty_ms = np.zeros(int(80e-3 / INSTRUCTION_S))
+    assert ColdStart(analysis_s=1e-3).stays_cold(None, (eighty_ms,), {}) is cold
+
+
+def test_the_interpreter_scale_is_bounded_and_one_without_a_calibration():
+    import dataclasses
+
+    from specializers.loopnest import coldstart
+    from specializers.loopnest.cost.machine import DEFAULTS
+
+    assert coldstart.interpreter_scale(DEFAULTS) == 1.0
+    slow = dataclasses.replace(DEFAULTS, py_iteration_ns=1e6)
+    fast = dataclasses.replace(DEFAULTS, py_iteration_ns=0.0,
+                               py_op_ns={k: 0.0 for k in DEFAULTS.py_op_ns})
+    assert coldstart.interpreter_scale(slow) == coldstart.INTERPRETER_SCALE_LIMIT
+    assert coldstart.interpreter_scale(fast) == 1.0       # (nothing measured: no figure)
+
+
 def test_a_method_compiled_before_needs_only_a_load(tmp_path, monkeypatch):
     from specializers.loopnest.cost import index
     from specializers.loopnest.cost.estimates import LOAD_SECONDS
