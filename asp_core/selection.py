@@ -35,7 +35,11 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   than running the best built one now, it is built now; otherwise the call runs the best built
   variant, and the time this loses against the best variant is added up; once the losses
   reach the build time, the best variant is built (in the background where the specializer
-  can, so that no call waits for it). (A margin against building while the built variant's
+  can, so that no call waits for it). Until then the decision *rents* (``Decision.renting``):
+  the dispatcher may repeat it without choosing for as many calls as the losses need to
+  reach the build (``calls_before_probe``), and those calls' losses are added when it tells
+  the selector of them (``skipped``). (Choosing on every such call cost fbcorr on 8 x 8 images
+  40 us a call beside its 18 us run: more than the loss being counted.) (A margin against building while the built variant's
   prediction was never measured, 1.25, ran the built variant in calls whose own loss already
   reached the build time, so the build started beside it in the background: on this 2-core
   machine that slowed first calls of jacobi and saxpy to 1.5 times their plain-Python time;
@@ -140,6 +144,9 @@ class Decision:
     corrected: Mapping[str, float] = field(default_factory=dict)  # label -> corrected seconds
 
     stable: bool = False            # a plain choice, which the next calls may repeat
+    #: the best built variant while a faster one's losses add up towards its build: the next
+    #: calls may repeat it too, until they reach it (``Selector.calls_before_probe``)
+    renting: bool = False
     probe: bool = False             # a re-probe of a variant not chosen
     estimate: Estimate | None = field(default=None, compare=False)  # (set from the others)
 
@@ -180,6 +187,9 @@ class Selector:
         self._repeat: tuple | None = None    # (estimates, decision): a probe's second call
         self._spent = 0.0       # predicted seconds of the calls since the last probe
         self._per_call = 0.0    # ... of one call of the last stable choice
+        # (the variant not built, its build time, what a call loses without it): set while
+        # the last decision rents (``Decision.renting``)
+        self._renting: tuple[str, float, float] | None = None
 
     # -- corrections ---------------------------------------------------------------------------
 
@@ -275,6 +285,9 @@ class Selector:
         enough to be probed at the last choice, only a far look (every fourth due point)
         can probe: the due points before it are passed over (``skipped``); where none was
         within ``PROBE_FAR``, none can."""
+        if self._renting is not None:   # until the losses reach the build
+            label, build, per_call = self._renting
+            return max(0, math.ceil((build - self._losses.get(label, 0.0)) / per_call) - 1)
         if self.pinned is not None or self._repeat is None and self._reach == NONE:
             return NEVER   # nothing is probed (the dispatcher's ``RECHOOSE_S`` bounds it)
         due = self._next_probe
@@ -285,8 +298,13 @@ class Selector:
     def skipped(self, calls: int) -> None:
         """``calls`` calls ran the last choice without asking (the dispatcher's fast path):
         they count for the re-probing schedule, and the due points they passed over (none
-        of which could probe: ``calls_before_probe``) count as looked at."""
+        of which could probe: ``calls_before_probe``) count as looked at. Calls that repeated
+        a renting decision add their losses (calls of a settled kernel too: they run the
+        original code, whose time the settlement found no longer than the choice's)."""
         self._calls += calls
+        if self._renting is not None:
+            label, _, per_call = self._renting
+            self._losses[label] = self._losses.get(label, 0.0) + calls * per_call
         self._spent += calls * self._per_call
         while self._calls >= self._next_probe and (self._reach == NONE or
                                                   (self._probes + 1) % 4):
@@ -340,6 +358,7 @@ class Selector:
     def _choose(self, estimates: Sequence[Estimate], can_wait: bool,
                 background: bool) -> Decision:
         repeat, self._repeat = self._repeat, None
+        self._renting = None
         if repeat is not None and repeat[0] is estimates:
             return repeat[1]   # a probe's second call (see "Switching")
         times = {e.label: self.corrected(e) for e in estimates}
@@ -380,14 +399,21 @@ class Selector:
                 return Decision(best.label, True, None,
                                 f"{best.label}: the time lost without it ({_s(lost)}) reached "
                                 f"its build time ({_s(best.build_s)})", tuple(estimates), times)
+        renting = False
         if best.label in self._building:
             why = "is building in the background"
         else:
             why = (f"is not built: building it ({_s(best.build_s)}) pays off after "
                    f"{_s(best.build_s - lost)} more lost")
+            per_call = times[best_ready.label] - times[best.label]
+            if per_call > 0:   # (the next calls may repeat this one until the losses reach
+                # the build: a full choice on each, 40 us here, had cost more than the loss)
+                self._renting = (best.label, best.build_s, per_call)
+                renting = True
         return Decision(best_ready.label, False, None,
                         f"{best_ready.label}; {best.label} would be faster "
-                        f"({_s(times[best.label])}) but {why}", tuple(estimates), times)
+                        f"({_s(times[best.label])}) but {why}", tuple(estimates), times,
+                        renting=renting)
 
     def _weighed(self, ready: Estimate, times: dict[str, float]) -> float:
         """What a built variant's run weighs against a build that would replace it (see

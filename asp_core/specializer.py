@@ -373,7 +373,7 @@ class Specializer:
         self.last_decision, self.last_estimate, self.last_measured_s = \
             decision, decision.estimate, None
         self.last_call = found.record
-        if decision.stable:  # the next calls of this signature may skip the choice
+        if decision.stable or decision.renting:  # the next calls may skip the choice
             self._fast = _fast_path(sig, found, decision.estimate, self._guard(sig, args),
                                     self.selector.calls_before_probe())
         if not found.timed:

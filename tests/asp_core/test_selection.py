@@ -154,6 +154,25 @@ def test_with_background_builds_no_call_waits():
     assert later == [15]  # the losses (0.019 per call) reached the build time at call 16
 
 
+def test_a_renting_choice_may_be_repeated_until_its_losses_reach_the_build():
+    """The best built variant, while a faster one's losses add up towards its build, may be
+    repeated without choosing (the dispatcher's fast path) until they reach it: the calls it
+    skipped count their losses, and the build starts at the same call as when every call
+    chose (the 16th, as above)."""
+    s = Selector()
+    estimates = (est("python", 0.02), est("c", 0.001, 0.3))
+    first = s.choose(estimates, background=True)
+    assert first.label == "python" and first.renting and not first.stable
+    left = s.calls_before_probe()
+    assert left == 14   # 0.019 lost a call: 15 calls short of 0.3, this one among them
+    s.skipped(left)
+    assert s.calls_before_probe() == 0
+    later = s.choose(estimates, background=True)
+    assert later.build_later == "c" and not later.renting
+    s.building("c", True)
+    assert not s.choose(estimates, background=True).renting   # (building: nothing to add)
+
+
 def drive(s, estimates, calls, seconds):
     """``calls`` calls chosen by ``s``, each measured at ``seconds(labels so far, label)``;
     the labels chosen."""
