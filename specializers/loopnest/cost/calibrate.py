@@ -184,6 +184,12 @@ class _Explicit:
     def __exit__(self, *exc) -> None:
         with self.lock:
             self.count -= 1
+            last = self.count == 0
+        if last:   # what was read meanwhile (none stored, none started) is read again
+            from . import device_calibrate
+
+            machine_module.clear_cache()
+            device_calibrate.clear_cache()
 
     @property
     def running(self) -> bool:

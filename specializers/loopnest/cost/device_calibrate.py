@@ -154,7 +154,6 @@ STOP_WAIT_S = 30.0
 
 def _background(backend: str, cache_dir) -> None:
     from . import calibrate as cpu
-
     from . import device_probes
     from .machine import machine
 

@@ -262,7 +262,7 @@ def test_an_asked_for_calibration_starts_no_background_one(isolated, monkeypatch
     started a quick calibration beside it: both measured on the same cores at once, and the
     background one, ending last, replaced the asked-for record (a lent GPU machine's, this
     VM's). Now none starts while an asked-for one measures, host or device."""
-    seen = []
+    seen, started = [], []
 
     def measure(quick=False, progress=None):
         seen.append((calibrate.ensure(background=True),
@@ -278,6 +278,9 @@ def test_an_asked_for_calibration_starts_no_background_one(isolated, monkeypatch
         assert seen == [("defaults (calibrating now)", None, None)]
         assert device_calibrate._STARTED == set()             # nor a device's
         assert calibrate.stored().py_iteration_ns == 42.0 and not calibrate.EXPLICIT.running
+        # what was read meanwhile is read again: a device not calibrated starts its own now
+        monkeypatch.setattr(device_calibrate, "_start_background", started.append)
+        assert device_calibrate.params("opencl") is None and started == ["opencl"]
     finally:
         device_calibrate.clear_cache()
 
