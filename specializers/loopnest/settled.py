@@ -172,7 +172,7 @@ class Settled:
         nests = seconds - machine().settled_call_ns * 1e-9
         if nests > 0:
             for runner, estimate, share in self.shares:
-                runner.selector.observe(estimate, nests * share)
+                runner.selector.observe(estimate, nests * share, report=True)
 
     def run(self, original: Callable, owner: Any, args: tuple, kwargs: dict,
             started: float) -> Any:

@@ -173,6 +173,26 @@ def test_a_renting_choice_may_be_repeated_until_its_losses_reach_the_build():
     assert not s.choose(estimates, background=True).renting   # (building: nothing to add)
 
 
+def test_a_reported_time_counts_whole():
+    """A settlement reports the median of many calls of the original code: neither the
+    sampling of a settled correction (one warm call in ``SAMPLE``) nor the switch-call rule
+    drops it. (They dropped three reports in four in test_settled's kernel of 4 elements.)"""
+    s = Selector()
+    e = est("python", 1e-6)
+    for _ in range(selection.SETTLED):
+        s.observe(e, 1e-6)
+    before = s.factor("python", 0)
+    s.observe(e, 1.2e-6)                 # a warm call, unsurprising: sampled out
+    assert s.factor("python", 0) == before
+    s.observe(e, 1.2e-6, report=True)    # a report: counted
+    assert s.factor("python", 0) > before
+    switched = Selector()
+    estimates = (est("python", 1e-6), est("c", 2e-6))
+    assert switched.choose(estimates).label == "python"   # a switch call under WARMUP_S
+    switched.observe(estimates[0], 3e-6, report=True)
+    assert switched.factor("python", 0) == pytest.approx(3.0)
+
+
 def drive(s, estimates, calls, seconds):
     """``calls`` calls chosen by ``s``, each measured at ``seconds(labels so far, label)``;
     the labels chosen."""

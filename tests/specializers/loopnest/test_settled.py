@@ -195,10 +195,11 @@ def test_the_call_that_ends_a_settlement_is_not_taken_for_the_original_codes_tim
     settlement = state.settled
     runner, estimate, share = settlement.shares[0]
     seen = []
-    monkeypatch.setattr(runner.selector, "observe", lambda e, s: seen.append((e, s)))
+    monkeypatch.setattr(runner.selector, "observe",
+                        lambda e, s, report=False: seen.append((e, s, report)))
     settlement.times[:] = [2e-6] * 9 + [5e-3]
     state.unsettle(settlement)
-    assert seen == [(estimate, (2e-6 - DEFAULTS.settled_call_ns * 1e-9) * share)]
+    assert seen == [(estimate, (2e-6 - DEFAULTS.settled_call_ns * 1e-9) * share, True)]
 
 
 def test_a_settlement_that_its_first_call_ended_reports_the_usual_settled_time():
