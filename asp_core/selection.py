@@ -39,9 +39,10 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   the dispatcher may repeat it without choosing for as many calls as the losses need to
   reach the build (``calls_before_probe``), and those calls' losses are added when it tells
   the selector of them (``skipped``). (Choosing on every such call cost fbcorr on 8 x 8 images
-  40 us a call beside its 18 us run: more than the loss being counted.) (A margin against building while the built variant's
-  prediction was never measured, 1.25, ran the built variant in calls whose own loss already
-  reached the build time, so the build started beside it in the background: on this 2-core
+  40 us a call beside its 18 us run: more than the loss being counted.) (A margin against
+  building while the built variant's prediction was never measured, 1.25, ran the built
+  variant in calls whose own loss already reached the build time, so the build started
+  beside it in the background: on this 2-core
   machine that slowed first calls of jacobi and saxpy to 1.5 times their plain-Python time;
   the build's CPU is spent either way, so waiting for it costs less.) Against an oracle that
   knows every future call, this pays at most twice the optimal cost (the classic 2-competitive
@@ -222,19 +223,20 @@ class Selector:
         found = self._corrections.get((label, size_class))
         return found is not None and found.samples > 0
 
-    def observe(self, estimate: Estimate, measured_s: float, report: bool = False) -> bool:
+    def observe(self, estimate: Estimate, measured_s: float,
+                report: bool = False) -> bool:
         """A call of ``estimate.label`` took ``measured_s`` seconds. Returns whether it
         surprised the model (a factor ``SURPRISE`` from its correction, twice in a row in one
         direction): the dispatcher then stops skipping the choice, and re-probing starts over
         at ``PROBE_EVERY``. One odd call (a page fault, a preemption) moves a correction by
         ``MAX_STEP`` at most and changes nothing else; two surprises in a row in one direction
-        move it freely. Once a correction rests on ``SETTLED`` measurements, unsurprising calls update
-        it one in ``SAMPLE`` (warm calls stay cheap). ``report``: a time reported apart from
-        a call of the variant (a settlement's, ``specializers.loopnest.settled``: the median of
-        many calls), which counts whole: neither the switch-call rule nor the sampling of a
-        settled correction drops it (they dropped three reports in four where the original
-        code's correction rested on 16 measurements, and a settled kernel slower than its
-        correction went on being predicted at it)."""
+        move it freely. Once a correction rests on ``SETTLED`` measurements, unsurprising
+        calls update it one in ``SAMPLE`` (warm calls stay cheap). ``report``: a time reported
+        apart from a call of the variant (a settlement's, ``specializers.loopnest.settled``:
+        the median of many calls), which counts whole: neither the switch-call rule nor the
+        sampling of a settled correction drops it (they dropped three reports in four where
+        the original code's correction rested on 16 measurements, and a settled kernel slower
+        than its correction went on being predicted at it)."""
         if estimate.seconds <= 0 or measured_s <= 0:
             return False
         if not report and self._unmeasured is not None and estimate.label == self._unmeasured:
