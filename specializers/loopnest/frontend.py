@@ -90,21 +90,31 @@ def guarded_loops(body: list[ast.stmt]) -> frozenset[int]:
     return frozenset(found)
 
 
+#: Builtins that read a frame's variables by name (any local may be read through them).
+FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir", "breakpoint"})
+
+
 def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
     """Names whose value a nest leaves may be read elsewhere in ``tree``: names loaded
     anywhere except within ``inside`` (a loop around the nest can bring earlier statements
     after it), not counting reads of ``v`` in the body of a ``for v in ...`` loop, which
-    always see that loop's own binding."""
+    always see that loop's own binding. Also names deleted (``del v`` fails where ``v`` is
+    unbound) or declared ``global`` or ``nonlocal`` (their value outlives the call), and, where
+    the function calls a builtin that reads its frame by name (``FRAME_READERS``), every name."""
     skip = {id(n) for n in ast.walk(inside)}
     found: set[str] = set()
     stack: list[tuple[ast.AST, frozenset[str]]] = [(tree, frozenset())]
     while stack:  # no recursion: expressions may be deeper than Python's recursion limit
         node, rebound = stack.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            found.update(node.names)
         if id(node) in skip:
             continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            if node.id not in rebound:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Load, ast.Del)):
+            if node.id not in rebound or isinstance(node.ctx, ast.Del):
                 found.add(node.id)
+            if node.id in FRAME_READERS and isinstance(node.ctx, ast.Load):
+                found.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
             continue
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             stack.append((node.iter, rebound))

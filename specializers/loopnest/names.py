@@ -13,7 +13,8 @@ Runs once per nest (static).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Iterable
 
 from asp_core.errors import UnsupportedConstruct
 
@@ -31,6 +32,7 @@ class NestNames:
     scalars: tuple[str, ...]      # user scalars the nest writes, sorted
     temps: tuple[str, ...]        # predicate temporaries made by if-conversion
     invariants: tuple[str, ...]   # scalars read but never written, sorted; "self.n" included
+    unread: frozenset[str] = frozenset()   # written, never read after it nor on entry
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -41,16 +43,27 @@ class NestNames:
     def outputs(self) -> tuple[str, ...]:
         """Names whose final values the nest hands back to the kernel (Python leaves loop
         variables bound after a loop, so they are outputs too; not those of the loops
-        ``while`` loops become, which Python does not have)."""
-        shadowed = self.shadowed
-        return self.scalars + tuple(v for v in dict.fromkeys(self.loop_vars)
-                                    if not v.startswith(WHILE_PREFIX) and v not in shadowed)
+        ``while`` loops become, which Python does not have), but not those ``unread``."""
+        left_out = self.shadowed | self.unread
+        return tuple(s for s in self.scalars if s not in left_out) + \
+            tuple(v for v in dict.fromkeys(self.loop_vars)
+                  if not v.startswith(WHILE_PREFIX) and v not in left_out)
 
     @property
     def shadowed(self) -> frozenset[str]:
         """Loop variables whose last value a scalar of the nest keeps (``lastvalues``): that
         scalar is read from, and handed back to, the kernel's variable."""
         return frozenset(variable_of(s) for s in self.scalars if s.startswith(SHADOW_PREFIX))
+
+    def unread_outside(self, live: frozenset[str], required: Iterable[str]) -> "NestNames":
+        """These names, the scalars and loop variables the kernel reads neither after the nest
+        (not in ``live``) nor on entry (not ``required``) left out of its inputs and outputs:
+        their last values cannot be seen, and their values on entry would split one call's
+        signature in two (a nest after another sharing its ``i`` met it bound where the one
+        before ran as the original code, unbound where it ran compiled, which hands back only
+        what is read after it: two signatures, each variant built twice)."""
+        unread = frozenset(self.scalars + self.loop_vars) - live - frozenset(required)
+        return replace(self, unread=unread)
 
     def kernel_name(self, name: str) -> str:
         """The kernel's variable an input or output of the nest stands for."""

@@ -258,6 +258,7 @@ def analyse_nest(ctx: KernelContext, node: ast.For, index: int, guarded: bool = 
     except UnsupportedConstruct as exc:
         return RejectedNest(index, node, exc)
     required = tuple(s for s in names.scalars if _read_on_entry(nest, s))
+    names = names.unread_outside(live, required)
     # an inlined call out of Python's order: its errors come from the original code, as in try
     return NestAnalysis(index, node, nest, names, access, scalars, required, ranks, live,
                         guarded or nest.reordered, tuple(methods))

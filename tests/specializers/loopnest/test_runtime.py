@@ -28,7 +28,7 @@ def test_gather_reads_locals_globals_closure_and_attributes():
     kernel = make_kernel()
     analysis = analyse_kernel(kernel)
     nest = analysis.nests[0]
-    assert nest.names.inputs == ("A", "GLOBAL_SCALE", "captured", "n", "self.shift", "s", "i")
+    assert nest.names.inputs == ("A", "GLOBAL_SCALE", "captured", "n", "self.shift", "s")
     text = gather_source(nest, analysis.source.ctx, "g")
     assert "G['GLOBAL_SCALE']" in text and "C['captured'].cell_contents" in text
     assert "L['self'].shift" in text and "L.get('s', UNBOUND)" in text
@@ -39,7 +39,7 @@ def test_gather_reads_locals_globals_closure_and_attributes():
     runner = NestRunner(nest, analysis.source.ctx, backend="python", strict=True)
     A = np.ones(3)
     values = runner._gather({"self": Obj(), "A": A, "n": 3})
-    assert values == (A, 3, 2, 3, 0.5, NO_VALUE, NO_VALUE)
+    assert values == (A, 3, 2, 3, 0.5, NO_VALUE)
 
 
 def test_missing_input_falls_back_to_the_original_code():

@@ -47,5 +47,5 @@ def test_static_verdicts_are_kept_and_reported_per_binding():
     # the read/write pair is settled once (GCD); the write with itself waits for the binding
     assert a.static_dependences.pairs == ((0, 1, 0, 1),)
     assert len(a.static_dependences.proven) == 1
-    plan = a.plan(a.binder.key((np.zeros(10), 5, None)))
+    plan = a.plan(a.binder.key((np.zeros(10), 5)))
     assert "decided once" in plan.graph.pairs[0].outcome

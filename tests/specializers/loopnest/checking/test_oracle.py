@@ -66,7 +66,7 @@ def test_the_issue_reproducer_is_carried():
 
     analysis = analyse_kernel(kernel).nests[0]
     values = {"A": np.zeros((6, 8)), "n": 6, "i": None}
-    plan = analysis.plan(analysis.binder.key((values["A"], 6, None)))
+    plan = analysis.plan(analysis.binder.key((values["A"], 6)))
     assert not missed(exact_dependences(analysis, values), plan.graph.edges)
     assert not plan.parallel
 

@@ -17,13 +17,13 @@ def test_generated_source_is_readable_python():
     a = analyse_kernel(kernel).nests[0]
     source, calls = python_source(a.nest, a.sequential, a.names.inputs, a.names.outputs,
                                   name="nest_0", header="test header")
-    assert source.startswith("# test header\ndef nest_0(A, B, n, __asp_attr_self_cut, i):")
+    assert source.startswith("# test header\ndef nest_0(A, B, n, __asp_attr_self_cut):")
     assert "for i in range(0, n, 1):" in source
     assert "__asp_p1 = A[i] > __asp_attr_self_cut" in source
     assert "B[i] = __asp_fn_numpy_sqrt(A[i])" in source and calls == {"numpy.sqrt"}
     fn = compile_python(source, "nest_0", calls, "<test>")
     A, B = np.array([1.0, 4.0, 9.0]), np.zeros(3)
-    assert fn(A, B, 3, 2.0, None) == (2,)
+    assert fn(A, B, 3, 2.0) == ()   # (nothing reads i after the nest)
     assert B.tolist() == [0.0, 2.0, 3.0]
     assert identifier("self.x") == "__asp_attr_self_x" and identifier("x") == "x"
 
@@ -49,7 +49,7 @@ def test_reordered_parallel_loop_with_lastprivate_and_final_loop_values():
         assert "__asp_order(__asp_range2)" in source and "__asp_last2 = (t,)" in source
         run = python_executor(a, sched, "test", order, seed)
         A, B = np.arange(16.0).reshape(4, 4), np.zeros(4)
-        t, i, j = run(A, B, 4, None, None, None)
+        i, j = run(A, B, 4, None, None)   # (t: nothing reads it after the nest)
         assert (i, j) == (3, 3)  # as the sequential loops leave them
         assert B.tolist() == [6.0, 14.0, 22.0, 30.0]  # t: each B[i] saw its own last t
 
