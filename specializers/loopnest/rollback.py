@@ -119,7 +119,7 @@ def exact_on_error(run: Callable[..., Any], written: Sequence[int],
     for a failure that is the variant's and not the user's code's, such as
     ``variants.BeyondInt64``, goes on as Python does)."""
     def exact(*inputs: Any) -> Any:
-        saved = _copies(inputs, written)
+        saved = _copies(inputs, written) if written else ()   # (none: 0.5 us a call less)
         try:
             return run(*inputs)
         except errors as exc:
@@ -145,6 +145,6 @@ def _copies(inputs: Sequence[Any], written: Sequence[int]) -> list[tuple[np.ndar
     return saved
 
 
-def _restore(saved: list[tuple[np.ndarray, np.ndarray]]) -> None:
+def _restore(saved: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
     for array, copy in saved:
         np.copyto(array, copy)

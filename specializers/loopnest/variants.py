@@ -93,7 +93,8 @@ class CompiledVariant:
         if native is not None:
             record = native(inputs)
             if record is None:  # no error, and no outputs
-                return self._nothing or self._results(inputs, None)
+                nothing = self._nothing   # (``()`` where the nest has no outputs)
+                return nothing if nothing is not None else self._results(inputs, None)
             if self._read is not None:
                 outputs = self._read(inputs, record)   # (None: the record holds an error)
                 if outputs is not None:
