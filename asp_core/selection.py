@@ -188,9 +188,9 @@ class Selector:
         self._repeat: tuple | None = None    # (estimates, decision): a probe's second call
         self._spent = 0.0       # predicted seconds of the calls since the last probe
         self._per_call = 0.0    # ... of one call of the last stable choice
-        # (the variant not built, its build time, what a call loses without it): set while
-        # the last decision rents (``Decision.renting``)
-        self._renting: tuple[str, float, float] | None = None
+        # (the estimates of the variant not built and of the one that runs instead): set
+        # while the last decision rents (``Decision.renting``)
+        self._renting: tuple[Estimate, Estimate] | None = None
 
     # -- corrections ---------------------------------------------------------------------------
 
@@ -293,8 +293,12 @@ class Selector:
         can probe: the due points before it are passed over (``skipped``); where none was
         within ``PROBE_FAR``, none can."""
         if self._renting is not None:   # until the losses reach the build
-            label, build, per_call = self._renting
-            return max(0, math.ceil((build - self._losses.get(label, 0.0)) / per_call) - 1)
+            best, _ = self._renting
+            per_call = self._rent_per_call()
+            if per_call <= 0:
+                return 0
+            return max(0, math.ceil((best.build_s - self._losses.get(best.label, 0.0)) /
+                                    per_call) - 1)
         if self.pinned is not None or self._repeat is None and self._reach == NONE:
             return NEVER   # nothing is probed (the dispatcher's ``RECHOOSE_S`` bounds it)
         due = self._next_probe
@@ -310,13 +314,20 @@ class Selector:
         original code, whose time the settlement found no longer than the choice's)."""
         self._calls += calls
         if self._renting is not None:
-            label, _, per_call = self._renting
-            self._losses[label] = self._losses.get(label, 0.0) + calls * per_call
+            label = self._renting[0].label
+            self._losses[label] = self._losses.get(label, 0.0) + \
+                calls * max(0.0, self._rent_per_call())
         self._spent += calls * self._per_call
         while self._calls >= self._next_probe and (self._reach == NONE or
                                                   (self._probes + 1) % 4):
             self._probes += 1
             self._next_probe += self._period
+
+    def _rent_per_call(self) -> float:
+        """What a call of the renting decision loses against the variant not built, by the
+        corrections as they stand now (the calls it repeats are timed and correct them)."""
+        best, ready = self._renting
+        return self.corrected(ready) - self.corrected(best)
 
     def pin(self, label: str | None) -> None:
         """Choose ``label`` on every call (None: choose again), keeping every other part of
@@ -412,10 +423,10 @@ class Selector:
         else:
             why = (f"is not built: building it ({_s(best.build_s)}) pays off after "
                    f"{_s(best.build_s - lost)} more lost")
-            per_call = times[best_ready.label] - times[best.label]
-            if per_call > 0:   # (the next calls may repeat this one until the losses reach
-                # the build: a full choice on each, 40 us here, had cost more than the loss)
-                self._renting = (best.label, best.build_s, per_call)
+            if times[best_ready.label] > times[best.label]:   # (the next calls may repeat
+                # this one until the losses reach the build: a full choice on each, 40 us
+                # here, had cost more than the loss)
+                self._renting = (best, best_ready)
                 renting = True
         return Decision(best_ready.label, False, None,
                         f"{best_ready.label}; {best.label} would be faster "

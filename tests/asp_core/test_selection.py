@@ -193,6 +193,21 @@ def test_a_reported_time_counts_whole():
     assert switched.factor("python", 0) == pytest.approx(3.0)
 
 
+def test_a_renting_choices_losses_follow_the_corrections():
+    """The calls a renting decision repeats are timed: where they find the variant that runs
+    slower than predicted, the losses they add, and the calls left before the build, follow
+    (python measured twice its prediction: 0.039 lost a call, the build at the 9th call, not
+    the 16th)."""
+    s = Selector()
+    estimates = (est("python", 0.02), est("c", 0.001, 0.3))
+    assert s.choose(estimates, background=True).renting
+    assert s.calls_before_probe() == 14
+    s.observe(estimates[0], 0.04)
+    assert s.calls_before_probe() == 7   # (0.3 - 0.019) / 0.039: 8 calls, this one among them
+    s.skipped(7)
+    assert s.choose(estimates, background=True).build_later == "c"
+
+
 def drive(s, estimates, calls, seconds):
     """``calls`` calls chosen by ``s``, each measured at ``seconds(labels so far, label)``;
     the labels chosen."""
