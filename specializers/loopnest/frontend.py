@@ -90,8 +90,10 @@ def guarded_loops(body: list[ast.stmt]) -> frozenset[int]:
     return frozenset(found)
 
 
-#: Builtins that read a frame's variables by name (any local may be read through them).
+#: Builtins that read a frame's variables by name (any local may be read through them), and
+#: attributes that reach a frame (``sys._getframe()``, ``inspect.currentframe()``, ``f_locals``).
 FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir", "breakpoint"})
+FRAME_ATTRIBUTES = frozenset({"_getframe", "currentframe", "f_locals", "f_back"})
 
 
 def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
@@ -100,7 +102,8 @@ def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
     after it), not counting reads of ``v`` in the body of a ``for v in ...`` loop, which
     always see that loop's own binding. Also names deleted (``del v`` fails where ``v`` is
     unbound) or declared ``global`` or ``nonlocal`` (their value outlives the call), and, where
-    the function calls a builtin that reads its frame by name (``FRAME_READERS``), every name."""
+    the function calls a builtin that reads its frame by name (``FRAME_READERS``) or reaches a
+    frame (``FRAME_ATTRIBUTES``), every name."""
     skip = {id(n) for n in ast.walk(inside)}
     found: set[str] = set()
     stack: list[tuple[ast.AST, frozenset[str]]] = [(tree, frozenset())]
@@ -116,6 +119,8 @@ def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
             if node.id in FRAME_READERS and isinstance(node.ctx, ast.Load):
                 found.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
             continue
+        if isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRIBUTES:
+            found.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             stack.append((node.iter, rebound))
             inner = rebound | {node.target.id}

@@ -63,6 +63,7 @@ def test_loop_variables_read_by_no_one_are_neither_inputs_nor_outputs():
     ("        y = locals()", {"i", "j"}),
     ("        return eval('x')", {"i", "j"}),
     ("        f = lambda: i\n        return f()", {"i"}),
+    ("        import sys\n        return sys._getframe().f_locals", {"i", "j"}),
 ])
 def test_a_loop_variable_read_after_the_nests_is_handed_back(after, kept):
     """Read, deleted, or reachable through the frame: every nest binding it hands it back
@@ -127,6 +128,7 @@ EPILOGUES = [
     "        return t",
     "        del t\n        return 3",
     "        return vars().get('t')",
+    "        import inspect\n        return inspect.currentframe().f_locals.get('j')",
 ]
 NEST_FORMS = [
     "        for {v} in range(n):\n            x[{v}] = x[{v}] + 1.0\n",
