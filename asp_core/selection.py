@@ -66,6 +66,16 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   (On the best guess, mandelbrot's first call on 128 x 128, 62 ms in Python, built OpenCL and
   took 115 ms.)
 
+* **Cold calls.** A variant's first calls in a process cost more than its later ones: the
+  native call path made, code and data paged in, an OpenMP team created. The switch-call rule
+  above skips the first; the next ones were still slow (serial C of saxpy on 16 elements:
+  270 us, then 10 to 14, 3 to 5, then 1.5 to 2; OpenMP: 340 us, then 50 to 70, then 4), and
+  the first measured set the correction whole, 20 to 30 times serial C's prediction, so the
+  model ran the original code or OpenMP for hundreds of calls (the benchmark's saxpy at 16
+  elements: OpenMP, 2.7 times serial C). So until a correction rests on ``COLD_SAMPLES``
+  measurements, one lower than it moves it all the way (one-time costs only add time), and
+  one higher moves it by ``MAX_STEP`` at most.
+
 Pure bookkeeping: no clock, no threads; the dispatcher measures and builds.
 """
 
@@ -107,6 +117,10 @@ NEVER = 1 << 62
 MAX_STEP = 0.5
 #: A correction resting on SETTLED measurements is updated by one call in SAMPLE.
 SETTLED, SAMPLE = 16, 4
+#: A correction's first measurements after its first one (fewer than COLD_SAMPLES in all) come
+#: from a variant still running cold: one lower than the correction moves it all the way, one
+#: higher by MAX_STEP at most (see "Cold calls" above).
+COLD_SAMPLES = 4
 #: A correction moving by more than this (in log) lets the choice be made again.
 EPOCH_STEP = 0.25
 #: A call predicted under this that switches variants is not measured; a probe of such a
@@ -258,7 +272,11 @@ class Selector:
                 return False
             entry.skipped = 0
         step = surprise if not entry.samples else ALPHA * surprise
-        if surprised:
+        if 0 < entry.samples < COLD_SAMPLES and not report:   # (see "Cold calls")
+            step = surprise if surprise < 0 else min(step, MAX_STEP)
+            surprised = surprised and surprise < 0   # (faster than thought: choose again)
+            entry.last = 0.0
+        elif surprised:
             confirmed = entry.last * surprise > 0
             entry.last = surprise
             if confirmed and (estimate.label == self._last_choice or surprise < 0):

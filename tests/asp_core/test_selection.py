@@ -193,6 +193,26 @@ def test_a_reported_time_counts_whole():
     assert switched.factor("python", 0) == pytest.approx(3.0)
 
 
+def test_a_variants_cold_calls_do_not_set_its_correction():
+    """Serial C of saxpy on 16 elements: its first call is not measured (a switch call), the
+    next ones ran 10 us, 3 us, then 1.5 us, about 3x a prediction of 0.5 us. The later, lower
+    ones set the correction at once (the first one, taken whole, had left it at 20x, and the
+    model ran OpenMP and the original code for hundreds of calls); a higher one among a
+    variant's first measurements moves it by MAX_STEP at most."""
+    s = Selector()
+    c = est("c", 0.5e-6)
+    s.observe(c, 10e-6)
+    assert s.factor("c", 0) == pytest.approx(20.0)
+    s.observe(c, 3e-6)
+    assert s.factor("c", 0) == pytest.approx(6.0)
+    s.observe(c, 1.5e-6)
+    assert s.factor("c", 0) == pytest.approx(3.0)
+    slower = Selector()
+    slower.observe(c, 1e-6)
+    slower.observe(c, 10e-6)   # (cold costs only add: one higher call is not the variant's)
+    assert slower.factor("c", 0) == pytest.approx(2.0 * math.exp(selection.MAX_STEP))
+
+
 def test_a_renting_choices_losses_follow_the_corrections():
     """The calls a renting decision repeats are timed: where they find the variant that runs
     slower than predicted, the losses they add, and the calls left before the build, follow
