@@ -106,6 +106,7 @@ def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
     frame (``FRAME_ATTRIBUTES``), every name."""
     skip = {id(n) for n in ast.walk(inside)}
     found: set[str] = set()
+    frame_read = False   # (then every name: walked once, at the end)
     stack: list[tuple[ast.AST, frozenset[str]]] = [(tree, frozenset())]
     while stack:  # no recursion: expressions may be deeper than Python's recursion limit
         node, rebound = stack.pop()
@@ -116,11 +117,10 @@ def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Load, ast.Del)):
             if node.id not in rebound or isinstance(node.ctx, ast.Del):
                 found.add(node.id)
-            if node.id in FRAME_READERS and isinstance(node.ctx, ast.Load):
-                found.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+            frame_read = frame_read or node.id in FRAME_READERS and isinstance(node.ctx, ast.Load)
             continue
         if isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRIBUTES:
-            found.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+            frame_read = True
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             stack.append((node.iter, rebound))
             inner = rebound | {node.target.id}
@@ -129,4 +129,6 @@ def names_read_outside(tree: ast.AST, inside: ast.AST) -> frozenset[str]:
             stack.extend((child, rebound) for child in node.orelse)
             continue
         stack.extend((child, rebound) for child in ast.iter_child_nodes(node))
+    if frame_read:
+        found.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
     return frozenset(found)
