@@ -98,6 +98,32 @@ def make_guard(checks: Sequence[Check], disjoint: Sequence[tuple[int, int]]) -> 
                              tuple((int(i), int(j)) for i, j in disjoint))
 
 
+def count(guard: Guard, calls: int, mask: int) -> bool:
+    """Make a native ``guard`` count the calls it vouches for: ``calls`` of them, answering
+    True where nothing more is due and, where the calls left after one have no bit of ``mask``
+    set, their number (that call is to be timed), and -1 once none is left; ``calls < 0``:
+    stop counting (True for every passing call). Returns whether it counts now: False for a
+    guard that is not native (a specializer's own), which cannot."""
+    if not _LOADED:
+        return False
+    try:
+        _LOADED[0].count(guard, int(calls), int(mask))
+    except TypeError:   # not a guard of this extension
+        return False
+    return calls >= 0
+
+
+def take(guard: Guard) -> Any:
+    """Count one call on a counting ``guard`` (a call whose signature was computed, not
+    checked by it), answering as the guard answers a passing call (see ``count``)."""
+    return _LOADED[0].take(guard)
+
+
+def left(guard: Guard) -> int:
+    """The calls a counting ``guard`` has left (-1 where it does not count)."""
+    return _LOADED[0].left(guard)
+
+
 # The kinds of argument of a native call (the C source's enum).
 ARRAY_DATA, SHAPE, STRIDE, REAL, INTEGER, TRUTH, CONSTANT = range(7)
 

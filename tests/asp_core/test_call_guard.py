@@ -118,3 +118,25 @@ def test_malformed_specs_are_refused():
         cg.make_guard([cg.int64()], [(0, 0)])  # a pair of non-arrays
     with pytest.raises((ValueError, TypeError)):
         cg.make_guard([cg.Check(cg.ARRAY, ("float64",))], [])
+
+
+def test_a_counting_guard_counts_the_calls_it_vouches_for():
+    """``count``: a passing call answers True where nothing is due, the calls left after it
+    where none of the mask's bits is set (it is to be timed), -1 once none is left; a failing
+    call answers False and is not counted; ``take`` counts without checking; ``left`` reads
+    the count; a negative count stops counting."""
+    g = guard(cg.int64())
+    assert cg.left(g) == -1 and g((1,)) is True            # not counting: True, as before
+    assert cg.count(g, 9, 3)
+    answers = []
+    for x in range(12):
+        answers.append(g(("no",)))                           # refused: not counted
+        answers.append(g((x,)))
+    assert answers[0::2] == [False] * 12
+    assert answers[1::2] == [8, True, True, True, 4, True, True, True, 0, -1, -1, -1]
+    assert cg.left(g) == 0
+    assert cg.count(g, 5, 1) and cg.take(g) == 4 and cg.take(g) is True and cg.left(g) == 3
+    assert not cg.count(g, -1, 0) and g((1,)) is True and cg.left(g) == -1
+    assert not cg.count(lambda args: True, 5, 1)             # not native: the caller counts
+    with pytest.raises(ValueError):
+        cg.count(g, 5, -1)

@@ -314,6 +314,80 @@ def test_a_stable_choice_is_repeated_until_a_reprobe_is_due_not_every_few_calls(
     assert spec.selector._calls + pending == calls  # every call counts for re-probing
 
 
+class Counted(Chosen):
+    """``Chosen``, whose guard vouches only for the value it was made for (a stricter guard
+    than the signature: other floats take the path that computes it) and counts what it
+    observes; ``native``: the guard is a native one (``asp_core.call_guard``), which counts
+    the fast path's calls itself, else a Python function, whose calls the dispatcher counts."""
+
+    native = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.timed = []
+
+    def guard(self, signature, args):
+        from asp_core import call_guard as cg
+
+        value = args[0]
+        if self.native and type(value) is float:
+            return cg.make_guard([cg.float_equal(value)], [])
+        return lambda a: type(a[0]) is type(value) and a[0] == value
+
+    def observed(self, estimate, seconds, variant=None):
+        self.timed.append(self.selector._calls)
+        super().observed(estimate, seconds, variant)
+
+
+class PythonCounted(Counted):
+    native = False
+
+
+class SteadyClock:
+    """``time`` for the dispatcher, whose clock advances 1 us a read: every call measures the
+    same, so what the dispatcher does depends on its counts alone."""
+
+    def __init__(self):
+        import time
+
+        self.now, self.sleep, self.monotonic = 0.0, time.sleep, time.monotonic
+
+    def perf_counter(self):
+        self.now += 1e-6
+        return self.now
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_native_guard_counts_and_times_the_calls_as_the_dispatcher_would(seed, monkeypatch):
+    """The native guards count the model's fast-path calls in C (``call_guard.count``): over
+    generated call sequences (runs of one value, other floats the guard refuses, ints: another
+    signature), the calls timed, the choices made and the calls told to the selector are
+    those of the same specializer whose Python guard leaves the counting to the dispatcher."""
+    import random
+
+    from asp_core import call_guard
+    from asp_core import specializer as specializer_module
+
+    if call_guard.unavailable() is not None:
+        pytest.skip(f"call guards cannot be built here: {call_guard.unavailable()}")
+    monkeypatch.setattr(specializer_module, "time", SteadyClock())
+    rng = random.Random(seed)
+    calls = []
+    while len(calls) < 6000:
+        value = rng.choice([1.5, 2.5, 3, rng.random()])
+        calls += [value] * rng.choice([1, 7, 64, 300, 1500])
+    native, python = Counted(double, config=Config()), PythonCounted(double, config=Config())
+    counted = 0
+    for x in calls:
+        assert native(x) == python(x) == ("variant", "fast", 2 * x)
+        counted += bool(native._fast and native._fast[8])
+    assert counted > 1000   # (the native guard counted a good share of the calls)
+    assert native.timed == python.timed and native.asked == python.asked
+    for spec in (native, python):
+        spec._end_fast()
+        assert spec.selector._calls == len(calls)   # every call counts for re-probing
+
+
 class Renting(Chosen):
     """The fast variant predicted 1 us but not built (a build of 10 ms predicted); the slower
     one, 50 us, built: its calls rent until their losses reach the build."""
