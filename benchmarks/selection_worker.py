@@ -161,6 +161,9 @@ def describe_choice(kernel) -> dict:
         return {"choice": "python", "nests": [], "cold": True}
     state = getattr(kernel, "_asp_current", None)
     building = any(runner._building for runner in getattr(state, "runners", ()))
+    if kernel.last_call.settled:
+        # the original method ran whole (``settled``; its record shows the settling call's)
+        return {"choice": "python", "nests": [], "settled": True, "building": building}
     nests, labels = [], []
     for nest in kernel.last_call.nests:
         if nest.backend is None:  # this nest did not run in the call

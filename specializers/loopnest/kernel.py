@@ -375,7 +375,11 @@ def _dispatching_kernel(original):
                 state.ran_settled = True
                 return settled.run(original, self, args, kwargs, started)
             state.unsettle(settled)
-        judge = settled is not None or not state.call_id & state.judge_mask
+            # (not judged: the call that ends a settlement switches back to the nests'
+            # variants, and takes up to four times their usual time; the next one is)
+            judge = False
+        else:
+            judge = not state.call_id & state.judge_mask
         if judge:
             started = time.perf_counter()
         state.ran_settled = False
