@@ -285,8 +285,8 @@ class Specializer:
         re-probing schedule: ``Selector.skipped``); told in bulk, not call by call."""
         if fast is not None and fast[3] is not None:
             left = max(call_guard.left(fast[5]), 0) if fast[8] else fast[1]
-            if fast[4] != left:
-                calls, fast[4] = fast[4] - left, left
+            calls, fast[4] = fast[4] - left, left
+            if calls > 0:   # (not where another thread's new path counts on its guard now)
                 self.selector.skipped(calls)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
