@@ -143,6 +143,46 @@ def test_calls_from_several_threads_at_once():
     assert all(total == want and np.array_equal(out, expected_out) for total, out in results)
 
 
+def test_the_models_counted_warm_calls_from_several_threads_at_once():
+    """The cost model's warm calls, whose native guard counts them (``call_guard.count``),
+    from four threads at once on small data, with another size now and then (each thread's
+    calls end the others' fast paths and start new ones): every result is the original
+    code's, and no call fails."""
+    kernel = Mixed(strict=True)
+    small = (np.arange(8.0), np.ones(8), None, 2.0, 0.5, 3, False, 8)
+    other = (np.arange(12.0), np.ones(12), None, 2.0, 0.5, 3, False, 12)
+    for _ in range(600):
+        kernel.kernel(small[0], small[1], np.zeros(8), *small[3:])
+    runner = kernel._asp_current.runners[0]
+    assert runner._fast is not None and runner._fast[3] is not None and runner._fast[8], \
+        "the warm calls run on a fast path whose guard counts them"
+    errors = []
+
+    def expected(args):
+        out = np.zeros(args[-1])
+        return kernel.original_kernel(args[0], args[1], out, *args[3:]), out
+
+    want = {8: expected(small), 12: expected(other)}
+
+    def worker(seed):
+        try:
+            for call in range(1500):
+                args = other if (call + seed) % 97 == 0 else small
+                out = np.zeros(args[-1])
+                total = kernel.kernel(args[0], args[1], out, *args[3:])
+                if total != want[args[-1]][0] or not np.array_equal(out, want[args[-1]][1]):
+                    errors.append((call, total, out))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+
+
 def test_a_malformed_call_is_refused_not_run():
     kernel = Mixed(backend="c", strict=True)
     for _ in range(WARM):
