@@ -300,15 +300,15 @@ class Specializer:
                     if fast[0] is not self._vouched:   # a warm call: the guard vouches for
                         self._vouched = fast[0]         # the signature (told once per run)
                         self.guarded(fast[0])
-                    if passed is True and fast[8]:   # nothing to count, time or choose
-                        self.last_estimate, self.last_measured_s = fast[3], None
-                        self.last_call = fast[6]
-                        return fast[2].run(*args)
-                    if passed is not True:   # a counting guard's: time it, or choose again
-                        if passed >= 0:
-                            return self._run_again(fast, args, True)
-                    elif fast[1] > 0:
-                        return self._run_again(fast, args)
+                    if passed is True:
+                        if fast[8]:   # nothing to count, time or choose
+                            self.last_estimate, self.last_measured_s = fast[3], None
+                            self.last_call = fast[6]
+                            return fast[2].run(*args)
+                        if fast[1] > 0:   # (counted here)
+                            return self._run_again(fast, args)
+                    elif passed >= 0:   # a counting guard's: this call is to be timed
+                        return self._run_again(fast, args, True)
                     vouched = fast[0]   # (no call left: choose again)
         if kwargs:
             return self._fallback("keyword arguments are not specialized", args, kwargs)
