@@ -179,10 +179,11 @@ def test_a_reported_time_counts_whole():
     drops it. (They dropped three reports in four in test_settled's kernel of 4 elements.)"""
     s = Selector()
     e = est("python", 1e-6)
-    for _ in range(selection.SETTLED):
+    assert s.choose((e,)).label == "python"
+    for _ in range(selection.SETTLED + 1):   # (the first, a switch call, is not measured)
         s.observe(e, 1e-6)
     before = s.factor("python", 0)
-    s.observe(e, 1.2e-6)                 # a warm call, unsurprising: sampled out
+    s.observe(e, 1.2e-6)                 # a warm call of the choice, unsurprising: sampled out
     assert s.factor("python", 0) == before
     s.observe(e, 1.2e-6, report=True)    # a report: counted
     assert s.factor("python", 0) > before
@@ -404,3 +405,95 @@ def test_a_probe_pays_for_its_switch_too(switch_s):
         assert extra <= selection.PROBE_SHARE * total
     else:
         assert extra > selection.PROBE_SHARE * total   # (what the switch's cost is for)
+
+
+def _passing_load(slow: float, start: int, end: int):
+    """omp takes 55 us a call and c 100 us, except calls start..end: a load slows omp
+    ``slow`` times and c 1.5 times (its threads wait for descheduled ones)."""
+    def seconds(labels, label):
+        took = 55e-6 if label == "omp" else 100e-6
+        if start <= len(labels) - 1 < end:
+            took *= slow if label == "omp" else 1.5
+        return took
+    return seconds
+
+
+def _dispatched(s, estimates, calls, seconds):
+    """``calls`` calls as the dispatcher makes them (``asp_core.specializer``): a choice,
+    then as many calls of a stable one as ``calls_before_probe`` allows without asking, each
+    timed (calls of 50 us and more are), until one surprises; those are told in bulk
+    (``skipped``). The labels run, and the indices of the probes."""
+    labels, probes = [], []
+    while len(labels) < calls:
+        d = s.choose(estimates)
+        labels.append(d.label)
+        if d.probe:
+            probes.append(len(labels) - 1)
+        s.observe(d.estimate, seconds(labels, d.label))
+        if not (d.stable or d.renting):
+            continue
+        ran = 0
+        for _ in range(min(s.calls_before_probe(), calls - len(labels))):
+            labels.append(d.label)
+            ran += 1
+            if s.observe(d.estimate, seconds(labels, d.label)):
+                break
+        s.skipped(ran)
+    return labels, probes
+
+
+def _chosen_call_by_call(s, estimates, calls, seconds):
+    labels, probes = [], []
+    for call in range(calls):
+        d = s.choose(estimates)
+        labels.append(d.label)
+        if d.probe:
+            probes.append(call)
+        s.observe(d.estimate, seconds(labels, d.label))
+    return labels, probes
+
+
+@pytest.mark.parametrize("slow", [3.0, 10.0, 30.0])
+@pytest.mark.parametrize("calls", [100, 400, 1500])
+@pytest.mark.parametrize("drive_calls", [_chosen_call_by_call, _dispatched])
+def test_a_variant_slowed_by_a_passing_load_is_chosen_again_once_a_probe_finds_it_fast(
+        slow, calls, drive_calls):
+    """OpenMP is chosen, a load slows it for ``calls`` calls (serial C is chosen), then it
+    is fast again. The first probe that finds it fast is confirmed at the next due point,
+    ``PROBE_EVERY`` calls on, even where only a far look could reach it and the share of
+    time would hold it back: the choice is back within two probe periods of that first
+    probe. (Before, the period doubled at that probe as at every other, and serial C ran on
+    for 512 to 2048 calls more.)"""
+    s = Selector()
+    estimates = (est("c", 100e-6), Estimate("omp", 60e-6, {}, kin=("c",)))
+    start, end = 200, 200 + calls
+    labels, probes = drive_calls(s, estimates, end + 4000, _passing_load(slow, start, end))
+    assert labels[start - 20:start] == ["omp"] * 20
+    assert "c" in labels[start:start + 100]                 # the load: left
+    found = next(call for call in probes if call >= end)    # the first probe after the load
+    back = next(call for call in range(found, len(labels))  # omp chosen, not probed
+                if labels[call] == "omp" and call not in probes)
+    assert back - found <= 2 * selection.PROBE_EVERY + 4
+    assert labels[-500:].count("omp") >= 490                # (probes of c aside)
+
+
+@pytest.mark.parametrize("good", [0.1, 0.3, 0.6])
+def test_a_variant_fast_only_in_some_calls_is_not_chosen_for_long(good):
+    """Under a lasting load OpenMP's calls are either fast (both threads ran: 55 us) or ten
+    times slower (one waited for the other), serial C takes 100 to 150 us: on average serial
+    C is the faster. A lucky probe is confirmed soon, and now and then both are lucky; the
+    choice comes back within calls, and over 20000 calls the time stays within 5% of serial
+    C's alone."""
+    import random
+    rnd = random.Random(7)
+    s = Selector()
+    estimates = (est("c", 100e-6), Estimate("omp", 60e-6, {}, kin=("c",)))
+    total = alone = 0.0
+    for _ in range(20000):
+        d = s.choose(estimates)
+        c = 100e-6 * (1 + 0.5 * rnd.random())
+        took = c if d.label == "c" else 55e-6 if rnd.random() < good else \
+            600e-6 * (0.8 + 0.4 * rnd.random())
+        s.observe(d.estimate, took)
+        total, alone = total + took, alone + c
+    assert total <= 1.05 * alone
