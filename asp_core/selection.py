@@ -507,8 +507,8 @@ class Selector:
         far = due and self._probes % 4 == 0   # every fourth probe looks farther too
         reach = {e.label: self._reach_of(e, times, times[best.label])
                  for e in ready if e.label != best.label}
-        others = [e for e in ready if reach.get(e.label) == NEAR or
-                  far and reach.get(e.label) == FAR or e.label == self._confirm]
+        others = [e for e in ready if e.label in reach and (
+            reach[e.label] == NEAR or far and reach[e.label] == FAR or e.label == self._confirm)]
         self._reach = min(reach.values(), default=NONE)
         if due:
             self._next_probe = self._calls + self._period

@@ -834,6 +834,7 @@ def measurement_cost() -> tuple[float, float]:
     reads = min(timeit.repeat(lambda: (clock(), clock()), number=20_000, repeat=5)) / 2e4
     selector = Selector()
     estimate = Estimate("c", 1e-5, {}, 0.0, 3)
+    selector.choose((estimate,))   # (the choice's warm calls: probes count whole)
     for _ in range(100):
         selector.observe(estimate, 1e-5)
     book = min(timeit.repeat(lambda: selector.observe(estimate, 1.01e-5), number=20_000,
