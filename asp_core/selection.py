@@ -512,6 +512,8 @@ class Selector:
         self._reach = min(reach.values(), default=NONE)
         if due:
             self._next_probe = self._calls + self._period
+            if all(e.label != self._confirm for e in others):
+                self._confirm = None   # (no longer offered, or now the choice)
         if others and due:
             runner_up = min(others, key=lambda e: (e.label != self._confirm,
                                                    self.measurements(e.label), times[e.label]))

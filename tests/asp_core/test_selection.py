@@ -497,3 +497,24 @@ def test_a_variant_fast_only_in_some_calls_is_not_chosen_for_long(good):
         s.observe(d.estimate, took)
         total, alone = total + took, alone + c
     assert total <= 1.05 * alone
+
+
+def test_a_confirmation_for_a_variant_no_longer_offered_is_dropped():
+    """A probe found omp fast, so the next due point was to confirm it; but the calls since
+    offer only c (omp's build failed): the confirmation is dropped at that due
+    point (no probe was there to clear it), and with nothing left to probe the fast path
+    runs on."""
+    s = Selector()
+    both = (est("c", 100e-6), est("omp", 60e-6))
+    for _ in range(8):                     # omp ran ten times slower than predicted
+        s.observe(both[1], 600e-6)
+    for _ in range(20):
+        s.observe(s.choose(both).estimate, 100e-6)
+    assert s._last_choice == "c"
+    s.observe(both[1], 55e-6)              # a probe of omp, ten times faster than thought
+    assert s._confirm == "omp"
+    without = (both[0],)
+    for _ in range(selection.PROBE_EVERY + 1):
+        s.observe(s.choose(without).estimate, 100e-6)
+    assert s._confirm is None
+    assert s.calls_before_probe() == selection.NEVER   # (nothing else to probe)
