@@ -561,6 +561,19 @@ class Selector:
         return FAR if seconds <= PROBE_FAR * best else NONE
 
 
+def settled_choice() -> tuple[Selector, Estimate]:
+    """A selector whose one variant is chosen and its correction settled, and that variant's
+    estimate: ``observe(estimate, seconds)`` then takes the path of a timed warm call, the
+    one whose cost decides how many warm calls are timed (sampled one in ``SAMPLE``; a probe
+    of another variant would count whole)."""
+    selector = Selector()
+    estimate = Estimate("c", 1e-5, {}, 0.0, 0)
+    selector.choose((estimate,))
+    for _ in range(2 * SETTLED):
+        selector.observe(estimate, 1e-5)
+    return selector, estimate
+
+
 def _s(seconds: float) -> str:
     """A short readable duration."""
     if seconds >= 1:

@@ -41,7 +41,7 @@ from . import gc_pause
 from .errors import (AspError, BackendUnavailable, CacheError, CompileError,
                      SpecializationError, UnsupportedArgument, UnsupportedConstruct)
 from .lru import LRUCache
-from .selection import NEVER, Decision, Estimate, Selector
+from .selection import NEVER, Decision, Estimate, Selector, settled_choice
 from .signature import signature_of
 
 log = logging.getLogger("asp")
@@ -628,11 +628,7 @@ def timing_cost() -> float:
     few rounds of 40; measured once, about 0.2 ms), ``TIMING_COST_S`` at least. A constant
     0.5 us had timed every call of 55 us on a machine where it cost 0.9 (2% of its time)."""
     clock = time.perf_counter
-    selector = Selector()
-    estimate = Estimate("c", 1e-5, {}, 0.0, 0)
-    selector.choose((estimate,))   # (the choice's warm calls: probes count whole)
-    for _ in range(20):
-        selector.observe(estimate, 1e-5)
+    selector, estimate = settled_choice()
     best = float("inf")
     for _ in range(5):
         started = clock()

@@ -828,15 +828,11 @@ def measurement_cost() -> tuple[float, float]:
     path of a warm call: ``Selector.observe``)."""
     import timeit
 
-    from asp_core.selection import Estimate, Selector
+    from asp_core.selection import settled_choice
 
     clock = time.perf_counter
     reads = min(timeit.repeat(lambda: (clock(), clock()), number=20_000, repeat=5)) / 2e4
-    selector = Selector()
-    estimate = Estimate("c", 1e-5, {}, 0.0, 3)
-    selector.choose((estimate,))   # (the choice's warm calls: probes count whole)
-    for _ in range(100):
-        selector.observe(estimate, 1e-5)
+    selector, estimate = settled_choice()
     book = min(timeit.repeat(lambda: selector.observe(estimate, 1.01e-5), number=20_000,
                              repeat=5)) / 2e4
     return reads * 1e9, book * 1e9

@@ -229,13 +229,15 @@ def test_a_renting_choices_losses_follow_the_corrections():
     assert s.choose(estimates, background=True).build_later == "c"
 
 
-def drive(s, estimates, calls, seconds):
+def drive(s, estimates, calls, seconds, probes=None):
     """``calls`` calls chosen by ``s``, each measured at ``seconds(labels so far, label)``;
-    the labels chosen."""
+    the labels chosen (and the indices of the probes appended to ``probes``)."""
     labels = []
     for _ in range(calls):
         d = s.choose(estimates)
         labels.append(d.label)
+        if d.probe and probes is not None:
+            probes.append(len(labels) - 1)
         s.observe(d.estimate, seconds(labels, d.label))
     return labels
 
@@ -443,14 +445,8 @@ def _dispatched(s, estimates, calls, seconds):
 
 
 def _chosen_call_by_call(s, estimates, calls, seconds):
-    labels, probes = [], []
-    for call in range(calls):
-        d = s.choose(estimates)
-        labels.append(d.label)
-        if d.probe:
-            probes.append(call)
-        s.observe(d.estimate, seconds(labels, d.label))
-    return labels, probes
+    probes: list[int] = []
+    return drive(s, estimates, calls, seconds, probes), probes
 
 
 @pytest.mark.parametrize("slow", [3.0, 10.0, 30.0])
