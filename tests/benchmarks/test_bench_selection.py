@@ -90,3 +90,67 @@ def test_the_loaded_mode_judges_median_calls_and_shows_the_best_beside():
     assert point.best_penalty(DEFAULT) == pytest.approx(50e-6 / 25e-6)
     assert "on best calls: ACM geomean 2.000" in bench_selection._other_summary("loaded",
                                                                                  [point])
+
+
+def _settings(recheck, rounds=3):
+    return bench_selection.Settings(rounds=rounds, first_rounds=2, burst=0.0, python_cap=2.0,
+                                    limit=10.0, max_bytes=1e9, quick=False, recheck=recheck)
+
+
+def _scripted(times):
+    """A ``call`` for ``_timed_rounds`` answering each contender's times in turn (the last
+    one over and over), and the contenders it was asked for, in order."""
+    asked = []
+
+    def call(name, limit):
+        asked.append(name)
+        seen = asked.count(name)
+        s = times[name][min(seen, len(times[name])) - 1]
+        return {"s": s, "median_s": s, "calls": 1, "choice": "c", "nests": []}
+    return call, asked
+
+
+@pytest.mark.parametrize("acm, expect_again", [
+    ([1.6, 1.7, 1.6, 1.0, 1.0, 1.0], True),     # unlucky rounds, then its usual time
+    ([1.6, 1.7, 1.6, 1.6, 1.6, 1.6], True),     # truly slower: it stays so
+    ([1.0, 1.02, 1.1], False)])                 # within THRESHOLD: not timed again
+def test_a_doubtful_point_is_timed_again_for_every_contender(acm, expect_again):
+    """A point whose model's penalty is above THRESHOLD after its rounds is timed as many
+    rounds again, every contender still in them (the oracle too: its time may fall as well),
+    and judged on all of them; what the first rounds gave is kept and shown."""
+    times = {"c": [1.0, 1.0, 1.0, 0.9], "openmp@2": [5.0], "python": [1.2],
+             DEFAULT: acm, RULE: [1.0]}
+    point = Point("x", 1)
+    call, asked = _scripted(times)
+    bench_selection._timed_rounds(point, call, ["python", "c", "openmp@2", DEFAULT, RULE],
+                                  _settings(recheck=True))
+    assert bool(point.recheck) is expect_again
+    if not expect_again:
+        assert asked.count(DEFAULT) == 3 and asked.count("c") == 3
+        assert point.penalty(DEFAULT) == pytest.approx(1.0)
+        return
+    assert point.recheck["rounds"] == 3
+    assert point.recheck["penalty"][DEFAULT] == pytest.approx(1.6)
+    assert point.recheck["penalty"][RULE] == pytest.approx(1.0)
+    # every contender still in the rounds ran three more; OpenMP, pruned after the first
+    # round (five times the fastest), did not come back
+    assert [asked.count(n) for n in ("python", "c", DEFAULT, RULE)] == [6, 6, 6, 6]
+    assert asked.count("openmp@2") == 1
+    assert point.rounds[DEFAULT] == 6 and point.times["c"] == 0.9   # the oracle's fell too
+    assert point.penalty(DEFAULT) == pytest.approx(min(acm) / 0.9)
+    assert sum(point.choices[DEFAULT].values()) == 6     # each call counted once
+    row = bench_selection._row(point)
+    assert row.endswith("(timed again: 1.60 after 3 rounds)")
+    modes = [Mode("warm", [point], (0,) * 3, (0,) * 3)]
+    assert bench_selection.recheck_line(modes) == (
+        "ACM before doubtful points were timed again: warm 1.60/1.60 (1 timed again), "
+        "first-call -/-, loaded -/-")
+
+
+def test_no_point_is_timed_again_unless_asked():
+    times = {"c": [1.0], DEFAULT: [1.6]}
+    point = Point("x", 1)
+    call, asked = _scripted(times)
+    bench_selection._timed_rounds(point, call, ["c", DEFAULT], _settings(recheck=False))
+    assert not point.recheck and asked.count(DEFAULT) == 3
+    assert bench_selection.recheck_line([Mode("warm", [point], (0,) * 3, (0,) * 3)]) is None
