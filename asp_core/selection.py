@@ -553,12 +553,24 @@ class Selector:
     def _reach_of(self, estimate: Estimate, times: dict[str, float], best: float) -> int:
         """Whether a re-probe of the choice (``best`` seconds) may run ``estimate``'s variant
         (NEAR: within ``PROBE_WITHIN``, or ``PROBE_UNMEASURED`` where never measured), only a
-        far one (FAR: within ``PROBE_FAR``) or none (NONE)."""
+        far one (FAR: within ``PROBE_FAR``, or farther where its correction at this size rests
+        on fewer than ``COLD_SAMPLES`` measurements of its own) or none (NONE). A variant's
+        first measurements may all be cold ones (an OpenMP team woken after other serial
+        work); put out of reach on them, it was never run again: hilbert at 128 x 128, whose
+        OpenMP calls take 17 us and serial C's 27, had OpenMP's correction at 47 times its
+        prediction after three measurements in one of six benchmark processes, and ran serial
+        C on every later call. A far look is held to ``PROBE_SHARE`` of the time like any
+        probe, so a variant that is that slow costs a few far looks in all before it is out
+        of reach."""
         seconds = times[estimate.label]
         if seconds <= PROBE_WITHIN * best or not self.measured(
                 estimate.label, estimate.size_class) and seconds <= PROBE_UNMEASURED * best:
             return NEAR
-        return FAR if seconds <= PROBE_FAR * best else NONE
+        found = self._corrections.get((estimate.label, estimate.size_class))
+        if seconds <= PROBE_FAR * best or found is not None and \
+                0 < found.samples < COLD_SAMPLES:
+            return FAR   # (fewer measurements than a cold start takes: see "Cold calls")
+        return NONE
 
 
 def settled_choice() -> tuple[Selector, Estimate]:

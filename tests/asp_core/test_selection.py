@@ -514,3 +514,39 @@ def test_a_confirmation_for_a_variant_no_longer_offered_is_dropped():
         s.observe(s.choose(without).estimate, 100e-6)
     assert s._confirm is None
     assert s.calls_before_probe() == selection.NEVER   # (nothing else to probe)
+
+
+@pytest.mark.parametrize("cold", [1, 2, 3])
+def test_a_variant_is_not_put_out_of_reach_on_its_cold_measurements_alone(cold):
+    """OpenMP's first ``cold`` measurements came out 50 times its prediction (its team woke
+    after other serial work), the later ones as predicted: it is looked at again (a far look,
+    held to the probes' share of the time) until its correction rests on ``COLD_SAMPLES``
+    measurements, so it is found and chosen again. (Put out of reach after three such
+    measurements, it was never run again: hilbert at 128 x 128 ran serial C, 1.6 times
+    slower, on every later call.)"""
+    s = Selector()
+    estimates = (est("c", 27e-6), est("omp", 17e-6))
+    s._corrections[("omp", 0)] = selection._Correction(log_ratio=math.log(50.0),
+                                                        samples=cold)
+    measured = []
+
+    def seconds(labels, label):
+        if label == "omp":
+            measured.append(len(labels))
+        return 17e-6 if label == "omp" else 27e-6
+    labels = drive(s, estimates, 60_000, seconds)
+    assert measured, "OpenMP was never run again"
+    assert labels[-1000:].count("omp") > 950
+    assert s.factor("omp", 0) == pytest.approx(1.0, rel=0.2)
+
+
+def test_a_variant_measured_that_slow_often_enough_is_out_of_reach():
+    """Four measurements (``COLD_SAMPLES``) at 50 times the prediction are not a cold start:
+    the variant is out of reach, and no look of any kind runs it."""
+    s = Selector()
+    estimates = (est("c", 27e-6), est("omp", 17e-6))
+    s._corrections[("omp", 0)] = selection._Correction(log_ratio=math.log(50.0),
+                                                        samples=selection.COLD_SAMPLES)
+    labels = drive(s, estimates, 20_000, lambda labels, label: 27e-6 if label == "c"
+                   else 850e-6)
+    assert labels.count("omp") == 0
