@@ -67,9 +67,10 @@ timed again beside the final ones (``--no-recheck``: none is).
 
     python -m benchmarks.bench_selection [--quick] [--only NAME ...] [--modes MODE ...]
 
-A full run takes about 20 minutes on the 2-core development VM (warm and loaded about 4 each,
-first-call about 11: a new process per measurement); ``--quick`` (three small sizes per
-example, two rounds, one first call each) about 1.5 minutes.
+A full run takes about 30 minutes on the 2-core development VM (warm and loaded about 4 to 5
+each, first-call about 21: a new process per measurement, and about half the points timed
+again); ``--quick`` (three small sizes per example, two rounds, one first call each, no point
+timed again) about 1.5 minutes.
 
 A complete run (all examples and modes, not ``--quick``) writes ``benchmarks/results/
 selection.txt`` (the report) and ``selection.json`` (every number); other runs write only
