@@ -796,16 +796,24 @@ def _other_summary(mode: str, points: Sequence[Point]) -> str | None:
             f"{geomean:.3f}, max {max(penalties):.2f} ({len(penalties)} points)")
 
 
-def choice_line(modes: Sequence[Mode]) -> str:
-    """The final line's figures for the choices alone (``Point.choice_penalty``)."""
+def _mode_cells(modes: Sequence[Mode], penalty: Callable[[Point], float],
+                note: Callable[[list[Point]], str] = lambda points: "") -> str:
+    """``MODE X/Y`` per mode (``-/-`` for a mode not run): the geomean and maximum of
+    ``penalty`` over its points, followed by ``note(points)``."""
     cells = []
     by_name = {m.name: m for m in modes}
     for name in MODES:
         points = by_name[name].points if name in by_name else []
-        penalties = [p.choice_penalty(DEFAULT) for p in points]
-        cells.append(f"{name} {_geomean(penalties):.2f}/{max(penalties):.2f}" if penalties
-                     else f"{name} -/-")
-    return f"ACM's choices timed as forced variants: {', '.join(cells)} (geomean/max penalty)"
+        values = [penalty(p) for p in points]
+        cells.append(f"{name} {_geomean(values):.2f}/{max(values):.2f}{note(points)}"
+                     if values else f"{name} -/-")
+    return ", ".join(cells)
+
+
+def choice_line(modes: Sequence[Mode]) -> str:
+    """The final line's figures for the choices alone (``Point.choice_penalty``)."""
+    cells = _mode_cells(modes, lambda p: p.choice_penalty(DEFAULT))
+    return f"ACM's choices timed as forced variants: {cells} (geomean/max penalty)"
 
 
 def recheck_line(modes: Sequence[Mode]) -> str | None:
@@ -813,15 +821,9 @@ def recheck_line(modes: Sequence[Mode]) -> str | None:
     timed again (``_timed_rounds``); None where none was."""
     if not any(p.recheck for m in modes for p in m.points):
         return None
-    cells = []
-    by_name = {m.name: m for m in modes}
-    for name in MODES:
-        points = by_name[name].points if name in by_name else []
-        first = [before_recheck(p, DEFAULT) for p in points]
-        again = sum(bool(p.recheck) for p in points)
-        cells.append(f"{name} {_geomean(first):.2f}/{max(first):.2f} ({again} timed again)"
-                     if first else f"{name} -/-")
-    return f"ACM before doubtful points were timed again: {', '.join(cells)}"
+    cells = _mode_cells(modes, lambda p: before_recheck(p, DEFAULT),
+                        lambda points: f" ({sum(bool(p.recheck) for p in points)} timed again)")
+    return f"ACM before doubtful points were timed again: {cells}"
 
 
 def final_line(modes: Sequence[Mode], who: str) -> str:
