@@ -550,3 +550,48 @@ def test_a_variant_measured_that_slow_often_enough_is_out_of_reach():
     labels = drive(s, estimates, 20_000, lambda labels, label: 27e-6 if label == "c"
                    else 850e-6)
     assert labels.count("omp") == 0
+
+
+def _noisy_history(s, e, calls=3000):
+    """``calls`` calls of ``e`` (the only variant), one in six stalling alone (four times
+    its usual 50 us: a thread descheduled for a time slice)."""
+    for call in range(calls):
+        assert s.choose((e,)).label == e.label
+        s.observe(e, 200e-6 if call % 6 == 5 else 50e-6)
+
+
+def test_two_stalls_in_a_row_are_no_change_where_stalls_often_come_alone():
+    """Where a variant's calls often surprise alone, two stalls in a row are chance, not a
+    change (they confirmed one before, and the choice flapped); a load that slows every call
+    still moves its correction there within a few calls."""
+    s = Selector()
+    e = est("omp", 60e-6)
+    _noisy_history(s, e)
+    for _ in range(10):   # calls as usual: the correction back at them
+        s.observe(e, 50e-6)
+    assert s.factor("omp", 0) < 1.0
+    assert selection.run_needed(s._corrections[("omp", 0)].noise) >= 4
+    assert [s.observe(e, 200e-6) for _ in range(2)] == [False, False]   # (before: True)
+    s.observe(e, 50e-6)
+    for _ in range(8):   # a load slows every call eight times: 400 us, 6.7 times predicted
+        s.observe(e, 400e-6)
+    assert s.factor("omp", 0) >= 0.6 * 400e-6 / 60e-6
+
+
+def test_two_surprises_in_a_row_still_confirm_a_change_of_a_quiet_variant():
+    s = Selector()
+    e = est("omp", 60e-6)
+    for _ in range(3000):
+        s.choose((e,))
+        s.observe(e, 50e-6)
+    assert s._corrections[("omp", 0)].noise == 0.0
+    assert [s.observe(e, 400e-6) for _ in range(2)] == [False, True]
+
+
+@pytest.mark.parametrize("noise, needed", [(0.0, 2), (0.03, 2), (0.05, 3), (1 / 6, 4),
+                                           (0.5, 10), (0.9, 10)])
+def test_the_run_that_confirms_a_change_grows_with_the_noise(noise, needed):
+    assert selection.run_needed(noise) == needed
+    if noise < selection.NOISE_MAX:   # a run that long is rarer than FALSE_ALARM by chance
+        assert noise ** needed <= selection.FALSE_ALARM
+        assert needed == 2 or noise ** (needed - 1) > selection.FALSE_ALARM

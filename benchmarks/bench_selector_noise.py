@@ -1,0 +1,163 @@
+"""The selector alone under simulated loads: its total time against the better variant's.
+
+``asp_core.selection.Selector`` chooses between serial C (``c``) and OpenMP (``openmp@2``) on
+every call of a simulated series, every call timed and told to it; no kernel runs, so the
+figures are exact and repeatable (seeded), and a change of the selector's rules can be
+weighed before a benchmark on this noisy machine. Each line gives the series' total time over
+that of the better variant run alone (1.000: as fast as it; below 1 where the better
+variant changes during the series, as in a passing load), for the selector of this working tree and, with ``--against REV``, for the one of
+a git revision beside it (``git show REV:asp_core/selection.py``). Scenarios:
+
+* ``slice P/S``: a lasting load of busy processes. A call stalls with the probability of
+  its own length over ``P`` ms (a thread descheduled once per time slice of run time) for
+  ``S`` ms more; both variants stall, the longer one more often. Five pairs of variants (their
+  times, and the model's predictions of them), five pairs of ``P``/``S``.
+* ``stalls p``: OpenMP 50 us a call and four to five times that in a share ``p`` of its
+  calls; serial C 100 us, steady.
+* ``passing xF a..b``: OpenMP 55 us, serial C 100 us; calls ``a`` to ``b`` slowed ``F``
+  times (OpenMP) and 1.5 times (serial C).
+* ``fast-in-some g``: OpenMP 55 us in a share ``g`` of its calls, else 480 to 720 us; serial
+  C 100 to 150 us (the better one on average, but not in the median).
+
+    python -m benchmarks.bench_selector_noise [--against REV] [--seeds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: (name, {variant: its time}, (c's prediction, OpenMP's)) for the time-slice scenarios.
+PAIRS = (("OpenMP 2x faster, 370 us", {"c": 750e-6, "openmp@2": 370e-6}, (667e-6, 340e-6)),
+         ("OpenMP 1.3x faster, 385 us", {"c": 500e-6, "openmp@2": 385e-6}, (500e-6, 300e-6)),
+         ("serial C 1.3x faster, 300 us", {"c": 300e-6, "openmp@2": 400e-6}, (300e-6, 200e-6)),
+         ("small calls, 35 us", {"c": 60e-6, "openmp@2": 35e-6}, (60e-6, 35e-6)),
+         ("large calls, 2.6 ms", {"c": 5e-3, "openmp@2": 2.6e-3}, (5e-3, 2.6e-3)))
+SLICES = ((3e-3, 3.6e-3), (6e-3, 8e-3), (2e-3, 2e-3), (10e-3, 4e-3), (1e-3, 1e-3))
+
+#: A call's time: (rng, the call's index, the variant) -> seconds.
+Timing = Callable[[random.Random, int, str], float]
+
+
+def selection_module(revision: str | None):
+    """``asp_core.selection`` of the working tree, or of a git revision."""
+    if revision is None:
+        from asp_core import selection
+        return selection
+    source = subprocess.run(["git", "show", f"{revision}:asp_core/selection.py"], cwd=ROOT,
+                            check=True, capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "selection_at_revision.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"selection_{revision}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def series(module, timing: Timing, predicted: tuple[float, float], calls: int,
+           seed: int) -> tuple[float, dict[str, float]]:
+    """The selector's total time over ``calls`` calls, and each variant's alone."""
+    rng, alone_rng = random.Random(seed), random.Random(seed)
+    selector = module.Selector()
+    estimates = (module.Estimate("c", predicted[0]),
+                 module.Estimate("openmp@2", predicted[1], kin=("c",)))
+    total, alone = 0.0, {"c": 0.0, "openmp@2": 0.0}
+    for call in range(calls):
+        decision = selector.choose(estimates)
+        took = timing(rng, call, decision.label)
+        selector.observe(decision.estimate, took)
+        total += took
+    for label in alone:
+        alone_rng.seed(seed)
+        alone[label] = sum(timing(alone_rng, call, label) for call in range(calls))
+    return total, alone
+
+
+def time_slices(base: dict[str, float], period: float, stall: float) -> Timing:
+    def timing(rng: random.Random, call: int, label: str) -> float:
+        took = base[label] * (1 + 0.1 * rng.random())
+        if rng.random() < took / period:
+            took += stall * (0.8 + 0.4 * rng.random())
+        return took
+    return timing
+
+
+def stalls(share: float) -> Timing:
+    def timing(rng: random.Random, call: int, label: str) -> float:
+        if label == "c":
+            return 100e-6 * (1 + 0.05 * rng.random())
+        return (225e-6 if rng.random() < share else 50e-6) * (1 + 0.05 * rng.random())
+    return timing
+
+
+def passing(slow: float, start: int, end: int) -> Timing:
+    def timing(rng: random.Random, call: int, label: str) -> float:
+        took = 55e-6 if label == "openmp@2" else 100e-6
+        if start <= call < end:
+            took *= slow if label == "openmp@2" else 1.5
+        return took * (1 + 0.1 * rng.random())
+    return timing
+
+
+def fast_in_some(good: float) -> Timing:
+    def timing(rng: random.Random, call: int, label: str) -> float:
+        if label == "c":
+            return 100e-6 * (1 + 0.5 * rng.random())
+        return 55e-6 if rng.random() < good else 600e-6 * (0.8 + 0.4 * rng.random())
+    return timing
+
+
+def scenarios() -> list[tuple[str, Timing, tuple[float, float], int]]:
+    """(name, timing, predictions, calls) for every scenario of the module docstring."""
+    out = []
+    for period, stall in SLICES:
+        for name, base, predicted in PAIRS:
+            out.append((f"slice {period * 1e3:g}/{stall * 1e3:g} ms, {name}",
+                        time_slices(base, period, stall), predicted, 4000))
+    for share in (1 / 8, 1 / 6, 1 / 5):
+        out.append((f"stalls {share:.3f}", stalls(share), (100e-6, 60e-6), 6000))
+    for slow, start, end in ((10, 200, 400), (10, 200, 1200), (30, 200, 400), (3, 200, 400)):
+        out.append((f"passing x{slow} {start}..{end}", passing(slow, start, end),
+                    (100e-6, 60e-6), 5000))
+    for good in (0.1, 0.3, 0.6):
+        out.append((f"fast-in-some {good}", fast_in_some(good), (100e-6, 60e-6), 20000))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", metavar="REV", help="a git revision's selector beside")
+    parser.add_argument("--seeds", type=int, default=6, help="seeds per scenario (6)")
+    args = parser.parse_args(argv)
+    modules = {"this tree": selection_module(None)}
+    if args.against:
+        modules[args.against] = selection_module(args.against)
+    print(f"{'scenario':58}" + "".join(f"{name[:12]:>14}" for name in modules))
+    logs: dict[str, list[float]] = {name: [] for name in modules}
+    for name, timing, predicted, calls in scenarios():
+        cells = []
+        for label, module in modules.items():
+            ratios = []
+            for seed in range(args.seeds):
+                total, alone = series(module, timing, predicted, calls, seed)
+                ratios.append(total / min(alone.values()))
+            ratio = sum(ratios) / len(ratios)
+            logs[label].append(math.log(ratio))
+            cells.append(f"{ratio:14.3f}")
+        print(f"{name:58}" + "".join(cells))
+    print(f"{'geomean':58}" + "".join(f"{math.exp(sum(v) / len(v)):14.3f}"
+                                       for v in logs.values()))
+
+
+if __name__ == "__main__":
+    main()
