@@ -129,7 +129,7 @@ def scenarios() -> list[tuple[str, Timing, tuple[float, float], int]]:
     for slow, start, end in ((10, 200, 400), (10, 200, 1200), (30, 200, 400), (3, 200, 400)):
         out.append((f"passing x{slow} {start}..{end}", passing(slow, start, end),
                     (100e-6, 60e-6), 5000))
-    for good in (0.1, 0.3, 0.6):
+    for good in (0.1, 0.3, 0.6, 0.8, 0.9):
         out.append((f"fast-in-some {good}", fast_in_some(good), (100e-6, 60e-6), 20000))
     return out
 
