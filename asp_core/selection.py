@@ -41,41 +41,6 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   now 66 to 505, and the 6000 calls take 26% less time. Where a lasting load makes OpenMP
   fast in 30 to 80% of its calls and ten times slower in the rest, slower than serial C on
   average, the time is what it was, within 1%.)
-* **Noisy variants.** Under a lasting load a variant's calls stall now and then (a thread
-  descheduled for a time slice: black_scholes on 16384 elements beside two busy processes took
-  0.4 ms a call as OpenMP and about 4 ms one call in eight, 0.75 ms as serial C and 4 ms one
-  in four). A user pays such a variant's mean time; the correction above follows its typical
-  call, and stalls moved it about: each one counted lifted it by ``MAX_STEP``, two in a row
-  moved it freely, and a settled choice's stalls all counted while its other calls were
-  sampled one in ``SAMPLE``, three times their share. The choice flapped: that black_scholes
-  kernel ran serial C in 26% of its calls, at twice OpenMP's time. So:
-
-  - each correction keeps the share of its calls whose surprise stood alone (``noise``, a
-    moving average: a surprise not followed by one in its direction; a change of load is a
-    run of them, and counts not); a change is confirmed by as many surprises in a row as
-    make a run of stand-alone ones rarer than ``FALSE_ALARM`` (``run_needed``: 2 while they
-    are rare, 4 where one call in eight stands alone);
-  - a settled choice's calls count one in ``SAMPLE`` by their count alone (where a phase
-    moving by ``GOLDEN`` each call falls below ``1 / SAMPLE``: no periodic run of calls
-    lines up with it), surprising or not, but for a call that confirms a change: a stall
-    weighs its share;
-  - each correction keeps its ``tail``: the moving mean of its calls' measured time over
-    their typical time (weight ``TAIL_WEIGHT``, each at most ``TAIL_CLIP``). Where
-    ``NOISY`` of a variant's calls or more surprise alone, its typical time moves by
-    ``NOISY_ALPHA`` of a surprise, at most ``SURPRISE`` (a stall no longer lifts it by 1.65
-    times), and its prediction is the typical time times the tail: the mean. The tail
-    changes slowly and the typical time at every probe, so a variant left while its tail
-    was high by chance comes back once its probes find its typical calls faster (a mean
-    alone, tried first, lagged for a variant measured only by rare probes, and ran the
-    slower variant longer). A confirmed change starts the tail again at 1.
-
-  A load that slows every call is a run, and is confirmed as before. (``python -m
-  benchmarks.bench_selector_noise --against 4534fe4``, the selector alone on simulated
-  series: where OpenMP is 25% faster on average but 4.5 times slower in one call in five to
-  eight, serial C steady, 6 to 8% more time than OpenMP alone, where it was 13 to 21%; where
-  OpenMP is fast in four calls of five and ten times slower in the fifth, slower on average,
-  1.7% more than serial C, where it was 6%; over all 37 cases 0.973 of the time before in
-  geomean, none more than 0.9% slower.)
 * **Switching.** The first call of a variant after another one ran is not its usual call: the
   other's data sit in the caches, an OpenMP team slept while serial code ran (waking it costs
   tens of microseconds). So a call predicted under ``WARMUP_S`` that switches variants is not
@@ -161,6 +126,7 @@ PROBE_SHARE = 0.1
 SURPRISE = math.log(2.0)
 #: The most a variant never measured borrows of a kin's correction (a factor, either way).
 KIN_LIMIT = 3.0
+KIN_LOG_LIMIT = math.log(KIN_LIMIT)
 #: How far the runners-up of the last choice were: some within reach of every re-probe, some
 #: only of a far one (every fourth), none.
 NEAR, FAR, NONE = range(3)
@@ -168,29 +134,12 @@ NEAR, FAR, NONE = range(3)
 NEVER = 1 << 62
 #: The most one measurement moves a correction (in log: a factor of e**0.5 = 1.65).
 MAX_STEP = 0.5
-#: A correction resting on SETTLED measurements is updated by one call in SAMPLE: those where
-#: a phase moving by GOLDEN a call (mod 1) falls below 1 / SAMPLE (see "Noisy variants").
+#: A correction resting on SETTLED measurements is updated by one call in SAMPLE.
 SETTLED, SAMPLE = 16, 4
-GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 #: A correction's first measurements after its first one (fewer than COLD_SAMPLES in all) come
 #: from a variant still running cold: one lower than the correction moves it all the way, one
 #: higher by MAX_STEP at most (see "Cold calls" above).
 COLD_SAMPLES = 4
-#: A change is confirmed by surprises in a row in one direction: two, or more where the
-#: variant's calls often surprise alone, as many as make a run of those rarer than
-#: FALSE_ALARM (see "Noisy variants" above). NOISE_WEIGHT: the weight of a call in the share
-#: of calls that surprised alone (a moving average), counted up to NOISE_MAX (10 in a row).
-FALSE_ALARM = 1e-3
-NOISE_WEIGHT = 1 / 32
-NOISE_MAX = 0.5
-#: A variant whose share of calls surprising alone is NOISY or more is noisy: its typical
-#: time moves by NOISY_ALPHA of a call's surprise (at most SURPRISE), and it is predicted at
-#: that times its tail, the moving mean (weight TAIL_WEIGHT) of measured over typical time,
-#: each call's at most TAIL_CLIP (see "Noisy variants" above).
-NOISY = 0.05
-NOISY_ALPHA = 1 / 8
-TAIL_WEIGHT = 1 / 64
-TAIL_CLIP = 16.0
 #: A correction moving by more than this (in log) lets the choice be made again.
 EPOCH_STEP = 0.25
 #: A call predicted under this that switches variants is not measured; a probe of such a
@@ -242,19 +191,10 @@ class Decision:
 
 @dataclass
 class _Correction:
-    log_ratio: float = 0.0   # the typical call's measured over predicted time, in log
+    log_ratio: float = 0.0
     samples: int = 0
-    phase: float = 0.0       # where the sampling of a settled choice's calls stands (GOLDEN)
+    skipped: int = 0
     last: float = 0.0     # the last measurement's surprise (0: none)
-    run: int = 0          # surprises in a row in its direction, the last one included
-    noise: float = 0.0    # the share of calls whose surprise stood alone (moving average)
-    tail: float = 1.0     # the moving mean of measured over typical time
-
-    def ratio(self) -> float:
-        """Measured over predicted time as predictions use it: the typical call's, times
-        the tail where the variant is noisy (its mean: "Noisy variants" in the module)."""
-        typical = math.exp(self.log_ratio)
-        return typical * self.tail if self.noise >= NOISY else typical
 
 
 class Selector:
@@ -306,8 +246,8 @@ class Selector:
                     continue
                 found = min(near, key=lambda item: item[0])[1]
             if name == label:
-                return found.ratio()
-            return min(max(found.ratio(), 1 / KIN_LIMIT), KIN_LIMIT)
+                return math.exp(found.log_ratio)
+            return math.exp(min(max(found.log_ratio, -KIN_LOG_LIMIT), KIN_LOG_LIMIT))
         return 1.0
 
     def corrected(self, estimate: Estimate) -> float:
@@ -322,11 +262,10 @@ class Selector:
                 report: bool = False) -> bool:
         """A call of ``estimate.label`` took ``measured_s`` seconds. Returns whether it
         surprised the model (a factor ``SURPRISE`` from its correction, twice in a row in one
-        direction, or more where its calls often surprise alone: ``run_needed``): the
-        dispatcher then stops skipping the choice, and re-probing starts over at
-        ``PROBE_EVERY``. One odd call (a page fault, a preemption) moves a correction by
-        ``MAX_STEP`` at most and changes nothing else; surprises in a row that confirm a
-        change move it freely. Once a correction rests on ``SETTLED`` measurements, unsurprising
+        direction): the dispatcher then stops skipping the choice, and re-probing starts over
+        at ``PROBE_EVERY``. One odd call (a page fault, a preemption) moves a correction by
+        ``MAX_STEP`` at most and changes nothing else; two surprises in a row in one direction
+        move it freely. Once a correction rests on ``SETTLED`` measurements, unsurprising
         calls of the choice update it one in ``SAMPLE`` (warm calls stay cheap; a probe of
         another variant counts whole: "Recovery" in the module). ``report``: a time reported
         apart from a call of the variant (a settlement's, ``specializers.loopnest.settled``:
@@ -349,38 +288,23 @@ class Selector:
         surprise = math.log(ratio) - entry.log_ratio
         surprised = entry.samples > 0 and abs(surprise) > SURPRISE
         chosen = estimate.label == self._last_choice
-        follows = surprised and entry.last * surprise > 0   # the last one's direction
-        if entry.samples >= COLD_SAMPLES and not report:   # (see "Noisy variants")
-            alone = 1.0 if entry.last and entry.run == 1 and not follows else 0.0
-            entry.noise += NOISE_WEIGHT * (alone - entry.noise)
-        run = (entry.run + 1 if follows else 1) if surprised else 0
-        confirms = surprised and run >= run_needed(entry.noise)
-        if entry.samples >= SETTLED and not report and chosen:
-            # (one call in SAMPLE by the count of calls alone, surprising or not, but for
-            # one that confirms a change: see "Noisy variants"; a probe of another variant,
-            # rare, counts whole: a confirmation dropped here left OpenMP unchosen for a
-            # thousand calls more)
-            entry.phase = (entry.phase + GOLDEN) % 1.0
-            if entry.phase >= 1 / SAMPLE and not confirms:
-                entry.last = surprise if surprised else 0.0
-                entry.run = run
+        if not surprised and entry.samples >= SETTLED and not report and chosen:
+            # (a probe of another variant, rare, counts whole: a confirmation dropped here
+            # left OpenMP unchosen for a thousand calls more)
+            entry.skipped += 1
+            if entry.skipped < SAMPLE:
+                entry.last = 0.0
                 return False
-        noisy = entry.noise >= NOISY
-        if entry.samples >= COLD_SAMPLES and not report:
-            entry.tail += TAIL_WEIGHT * (min(ratio / math.exp(entry.log_ratio), TAIL_CLIP) -
-                                         entry.tail)
+            entry.skipped = 0
         step = surprise if not entry.samples else ALPHA * surprise
         if 0 < entry.samples < COLD_SAMPLES and not report:   # (see "Cold calls")
             step = surprise if surprise < 0 else min(step, MAX_STEP)
             surprised = surprised and surprise < 0   # (faster than thought: choose again)
             entry.last = 0.0
-            entry.run = 0
         elif surprised:
-            entry.run = run
+            confirmed = entry.last * surprise > 0
             entry.last = surprise
-            if confirms:   # (a change: what the calls' tail was is no longer known)
-                entry.tail = 1.0
-            if confirms and (chosen or surprise < 0):
+            if confirmed and (chosen or surprise < 0):
                 # things changed (the choice is off, or another variant is faster than
                 # thought): look again soon. A probed variant slower than thought only
                 # corrects its own prediction: looking again soon would pay that again.
@@ -393,8 +317,6 @@ class Selector:
             else:   # one odd call: a bounded step, and the choice goes on (a warm call of
                 # a few microseconds is often twice as long on a busy machine)
                 step = min(max(step, -MAX_STEP), MAX_STEP)
-                if noisy:   # (its mean is in the tail)
-                    step = NOISY_ALPHA * (SURPRISE if surprise > 0 else -SURPRISE)
                 surprised = False
                 if surprise < 0 and not chosen:   # a probe faster than thought: confirm
                     # it at the next due point, not after a doubled period (see "Recovery")
@@ -402,9 +324,8 @@ class Selector:
                     self._next_probe = min(self._next_probe, self._calls + PROBE_EVERY)
         else:
             entry.last = 0.0
-            entry.run = 0
             if entry.samples:
-                step = NOISY_ALPHA * surprise if noisy else min(max(step, -MAX_STEP), MAX_STEP)
+                step = min(max(step, -MAX_STEP), MAX_STEP)
         entry.log_ratio += step
         entry.samples += 1
         if abs(step) > EPOCH_STEP:
@@ -650,15 +571,6 @@ class Selector:
                 0 < found.samples < COLD_SAMPLES:
             return FAR   # (fewer measurements than a cold start takes: see "Cold calls")
         return NONE
-
-
-def run_needed(noise: float) -> int:
-    """Surprises in a row that confirm a change, for a variant whose calls surprised alone
-    at the rate ``noise``: 2, or the fewest that such calls make by chance at a rate below
-    ``FALSE_ALARM`` (see "Noisy variants" in the module)."""
-    if noise * noise <= FALSE_ALARM:
-        return 2
-    return math.ceil(math.log(FALSE_ALARM) / math.log(min(noise, NOISE_MAX)) - 1e-9)
 
 
 def settled_choice() -> tuple[Selector, Estimate]:

@@ -19,6 +19,27 @@ a git revision beside it (``git show REV:asp_core/selection.py``). Scenarios:
 * ``fast-in-some g``: OpenMP 55 us in a share ``g`` of its calls, else 480 to 720 us; serial
   C 100 to 150 us (the better one on average, but not in the median).
 
+A screen, not a verdict: the series are independent draws, where real calls under a load
+come in runs (a time slice holds for several calls), and a variant's first calls after
+another ran pay an OpenMP team's wake-up that no series here has. Two changes of the rules
+scored well here and did worse on this machine, and were not kept (2026-11-28, at 1dc0d5b
+and 41e105c, against 4534fe4):
+
+* confirming a change by a run of surprises as long as the variant's stand-alone ones make
+  rare (two stalls in a row no longer a change where stalls often come alone): 0.985 of the
+  time over the 25 time-slice series, within 1% elsewhere; in ``bench_recovery`` (conway on
+  512 x 512, nine runs each, alternating) the model kept OpenMP through the load and its mean
+  call during it was 377 us against 312 (serial C's median under that load: 143 us, OpenMP's
+  791);
+* besides, predicting a noisy variant at its typical time times its tail (the moving mean
+  of measured over typical time), with a settled choice's calls sampled by their count
+  alone: 0.973 over all 37 series, and OpenMP stalling one call in five to eight 6 to 8% over
+  OpenMP alone instead of 13 to 21%; in ``bench_recovery`` (conway), in two of fifteen runs
+  OpenMP, 1.7 and 1.8 times faster than serial C before the load, ran in 1 and 8% of the
+  calls in the 3 s after it (none of eighteen runs of the old rules stayed off it so long):
+  a tail also takes in the wake-ups that the choice's own switches cause, and a variant
+  probed after serial code pays one each time.
+
     python -m benchmarks.bench_selector_noise [--against REV] [--seeds N]
 """
 
