@@ -4,9 +4,10 @@
 every call of a simulated series, every call timed and told to it; no kernel runs, so the
 figures are exact and repeatable (seeded), and a change of the selector's rules can be
 weighed before a benchmark on this noisy machine. Each line gives the series' total time over
-that of the better variant run alone (1.000: as fast as it; below 1 where the better
-variant changes during the series, as in a passing load), for the selector of this working tree and, with ``--against REV``, for the one of
-a git revision beside it (``git show REV:asp_core/selection.py``). Scenarios:
+that of the better variant run alone (1.000: as fast as it; below 1 where the better variant
+changes during the series, as in a passing load), for the selector of this working tree and,
+with ``--against REV``, for that of a git revision beside it (``git show
+REV:asp_core/selection.py``). Scenarios:
 
 * ``slice P/S``: a lasting load of busy processes. A call stalls with the probability of
   its own length over ``P`` ms (a thread descheduled once per time slice of run time) for
@@ -17,13 +18,17 @@ a git revision beside it (``git show REV:asp_core/selection.py``). Scenarios:
 * ``passing xF a..b``: OpenMP 55 us, serial C 100 us; calls ``a`` to ``b`` slowed ``F``
   times (OpenMP) and 1.5 times (serial C).
 * ``fast-in-some g``: OpenMP 55 us in a share ``g`` of its calls, else 480 to 720 us; serial
-  C 100 to 150 us (the better one on average, but not in the median).
+  C 100 to 150 us (the better one on average up to ``g`` = 0.8, though OpenMP's median call
+  is the shorter from 0.6).
 
 A screen, not a verdict: the series are independent draws, where real calls under a load
-come in runs (a time slice holds for several calls), and a variant's first calls after
-another ran pay an OpenMP team's wake-up that no series here has. Two changes of the rules
-scored well here and did worse on this machine, and were not kept (2026-11-28, at 1dc0d5b
-and 41e105c, against 4534fe4):
+come in runs (a time slice holds for several calls); a variant's first calls after another
+ran pay an OpenMP team's wake-up that no series here has; and under a load OpenMP's calls
+depend on how it has run lately (black_scholes on 16384 elements beside two busy processes:
+in turns of 8 calls after 16 of serial C, about 945 us a call at every place in the turn; in
+turns of 128, about 380; run without a break, 230 to 390; serial C about 750). Two changes
+of the rules scored well here and did worse on this machine, and were not kept (2026-11-28,
+at 1dc0d5b and 41e105c, against 4534fe4):
 
 * confirming a change by a run of surprises as long as the variant's stand-alone ones make
   rare (two stalls in a row no longer a change where stalls often come alone): 0.985 of the
