@@ -24,11 +24,12 @@ REV:asp_core/selection.py``). Scenarios:
 A screen, not a verdict: the series are independent draws, where real calls under a load
 come in runs (a time slice holds for several calls); a variant's first calls after another
 ran pay an OpenMP team's wake-up that no series here has; and under a load OpenMP's calls
-depend on how it has run lately (black_scholes on 16384 elements beside two busy processes:
-in turns of 8 calls after 16 of serial C, about 945 us a call at every place in the turn; in
-turns of 128, about 380; run without a break, 230 to 390; serial C about 750). Two changes
-of the rules scored well here and did worse on this machine, and were not kept (2026-11-28,
-at 1dc0d5b and 41e105c, against 4534fe4):
+switch, for seconds at a time, between two speeds (black_scholes on 16384 elements beside
+two busy processes, one process per line, OpenMP in turns after 16 serial C calls for 8 s,
+then 300 calls without a break: turns of 8, about 945 us a call at every place in the turn,
+then 227; turns of 16, 1020 then 1192; of 32, 1080 then 1316; of 64, 395 then 395; of 128,
+380 then 390; serial C about 750). Two changes of the rules scored well here and did worse
+on this machine, and were not kept (2026-11-28, at 1dc0d5b and 41e105c, against 4534fe4):
 
 * confirming a change by a run of surprises as long as the variant's stand-alone ones make
   rare (two stalls in a row no longer a change where stalls often come alone): 0.985 of the
