@@ -1,0 +1,125 @@
+"""The selection benchmark's noise floor: one variant timed as two contenders.
+
+``bench_selection`` judges the model's kernel against the fastest forced variant, each timed
+in rounds of back-to-back bursts. Where the model runs that variant's very code, the
+"penalty" it reports is the noise of that procedure on this machine. This measures it
+directly: for each example at the selection benchmark's sizes (those whose serial C call
+takes at most ``--max-ms``), two kernel instances forced to serial C, and two forced to OpenMP
+at 2 threads, are timed as four contenders in one process, as ``bench_selection`` times its
+warm contenders (``ROUNDS`` rounds of ``--burst`` s bursts, who goes first rotating, inputs
+restored before each call; each contender's best call over the rounds, and its median of the
+bursts' medians). Per variant and mode it prints the geometric mean and the maximum of the
+larger of the two instances' times over the smaller, and how many points pass 1.05 and 1.5
+(the benchmark's misprediction threshold and its max target). As the selection benchmark
+times a doubtful point again, a point where a ratio passes 1.05 gets as many rounds again, of
+all four, and is judged on all (``--no-recheck``: not). ``--load``: beside two processes
+spinning in pure Python, as the selection benchmark's loaded mode.
+
+    python -m benchmarks.bench_noise_floor [--only NAME ...] [--load] [--max-ms MS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from typing import Sequence
+
+import numpy as np
+
+from .bench_selection import THRESHOLD, BusyProcesses
+from .selection_worker import CASES, Bench, _example, _make_kernel, extension_loaded
+
+ROUNDS = 5
+VARIANTS = ("c", "openmp@2")
+TWIN = "'"
+
+
+def twins(example: str, n: int, burst: float, recheck: bool) -> dict[str, dict[str, float]]:
+    """For each variant of ``VARIANTS``, the ratio (larger over smaller) of its two
+    instances' best calls and of their medians, at one size of one example; ``recheck``:
+    where one is above ``THRESHOLD``, as many rounds again, judged on all."""
+    bench = Bench(example, n, VARIANTS)
+    case = next(c for c in CASES if c.name == example)
+    cls = getattr(_example(example), case.cls)
+    for variant in VARIANTS:
+        bench.kernels[variant + TWIN] = _make_kernel(cls, variant)
+    names = list(bench.kernels)
+    for name in names:
+        bench.call(name)   # compile, or load, outside the timed calls
+    extension_loaded()
+    got: dict[str, list[dict]] = {name: [] for name in names}
+
+    def rounds(start: int) -> None:
+        for round_ in range(start, start + ROUNDS):
+            shift = round_ % len(names)
+            for name in names[shift:] + names[:shift]:
+                got[name].append(bench.burst(name, burst))
+
+    def ratios() -> dict[str, dict[str, float]]:
+        out = {}
+        for variant in VARIANTS:
+            a, b = got[variant], got[variant + TWIN]
+            best = [min(r["s"] for r in x) for x in (a, b)]
+            median = [float(np.median([r["median_s"] for r in x])) for x in (a, b)]
+            out[variant] = {"best": max(best) / min(best),
+                            "median": max(median) / min(median)}
+        return out
+
+    rounds(0)
+    if recheck and any(r > THRESHOLD for point in ratios().values() for r in point.values()):
+        rounds(ROUNDS)   # (as the selection benchmark times a doubtful point again)
+    return ratios()
+
+
+def serial_call_s(example: str, n: int) -> float:
+    bench = Bench(example, n, ["c"])
+    bench.call("c")
+    return min(bench.call("c")["s"] for _ in range(3))
+
+
+def summary(ratios: Sequence[float]) -> str:
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    return (f"geomean {geo:.3f}, max {max(ratios):.2f}, "
+            f"above 1.05: {sum(r > 1.05 for r in ratios)}, "
+            f"above 1.5: {sum(r > 1.5 for r in ratios)} of {len(ratios)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", help="examples to run (default: all)")
+    parser.add_argument("--load", action="store_true", help="beside two spinning processes")
+    parser.add_argument("--max-ms", type=float, default=20.0,
+                        help="largest serial C call timed (ms; default 20)")
+    parser.add_argument("--burst", type=float, default=0.02, help="burst length (s)")
+    parser.add_argument("--no-recheck", action="store_true",
+                        help="no second set of rounds where a ratio passes 1.05")
+    args = parser.parse_args(argv)
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{'beside two spinning processes' if args.load else 'idle'}; "
+          f"{ROUNDS} rounds of {args.burst * 1e3:g} ms bursts")
+    ratios: dict[tuple[str, str], list[float]] = {}
+    started = time.perf_counter()
+    with BusyProcesses(2 if args.load else 0):
+        for case in CASES:
+            if args.only and case.name not in args.only:
+                continue
+            for n in case.sizes(512 * 2**20, quick=False):
+                if serial_call_s(case.name, n) > args.max_ms / 1e3:
+                    break
+                point = twins(case.name, n, args.burst, not args.no_recheck)
+                print(f"  {case.name:14} {n:8d}  " + "  ".join(
+                    f"{v}: best {r['best']:.2f} median {r['median']:.2f}"
+                    for v, r in point.items()), flush=True)
+                for variant, r in point.items():
+                    for statistic, ratio in r.items():
+                        ratios.setdefault((variant, statistic), []).append(ratio)
+    for (variant, statistic), values in ratios.items():
+        print(f"{variant:9} {statistic:6}: {summary(values)}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+"""bench_noise_floor: one variant timed as two contenders, as bench_selection times them."""
+
+from benchmarks import bench_noise_floor as bench
+
+
+def test_twins_give_a_ratio_per_variant_and_statistic():
+    point = bench.twins("vadd", 64, burst=0.002, recheck=True)
+    assert set(point) == set(bench.VARIANTS)
+    for ratios in point.values():
+        assert set(ratios) == {"best", "median"}
+        assert all(r >= 1.0 for r in ratios.values())
+
+
+def test_the_summary_counts_the_points_past_the_thresholds():
+    line = bench.summary([1.0, 1.1, 2.0])
+    assert "max 2.00" in line and "above 1.05: 2" in line and "above 1.5: 1 of 3" in line
