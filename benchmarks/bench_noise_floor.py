@@ -13,9 +13,13 @@ larger of the two instances' times over the smaller, and how many points pass 1.
 (the benchmark's misprediction threshold and its max target). As the selection benchmark
 times a doubtful point again, a point where a ratio passes 1.05 gets as many rounds again, of
 all four, and is judged on all (``--no-recheck``: not). ``--load``: beside two processes
-spinning in pure Python, as the selection benchmark's loaded mode.
+spinning in pure Python, as the selection benchmark's loaded mode. ``--first``: first calls
+instead, as its first-call mode times them: the original code's first call (``python``) in
+new processes with an empty cache, twice per round as two contenders, ``FIRST_ROUNDS``
+rounds (and as many again where they differ by more than 1.05), each contender's best, at the
+sizes where that call takes at most ``--max-ms`` (default there: 100 ms).
 
-    python -m benchmarks.bench_noise_floor [--only NAME ...] [--load] [--max-ms MS]
+    python -m benchmarks.bench_noise_floor [--only NAME ...] [--load | --first] [--max-ms MS]
 """
 
 from __future__ import annotations
@@ -23,15 +27,18 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import tempfile
 import time
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from .bench_selection import THRESHOLD, BusyProcesses
+from .bench_selection import THRESHOLD, BusyProcesses, empty_cache_template, first_call_process
 from .selection_worker import CASES, Bench, _example, _make_kernel, extension_loaded
 
 ROUNDS = 5
+FIRST_ROUNDS = 2
 VARIANTS = ("c", "openmp@2")
 TWIN = "'"
 
@@ -73,6 +80,27 @@ def twins(example: str, n: int, burst: float, recheck: bool) -> dict[str, dict[s
     return ratios()
 
 
+def first_call_twins(example: str, n: int, template: Path, recheck: bool) -> float:
+    """The ratio (larger over smaller) of two contenders' best first calls of the original
+    code at one size, each call in a new process (the selection benchmark's first-call
+    mode); where above ``THRESHOLD`` and ``recheck``, as many rounds again, judged on all."""
+    got: list[list[float]] = [[], []]
+
+    def rounds(start: int) -> None:
+        for round_ in range(start, start + FIRST_ROUNDS):
+            for who in ((0, 1) if round_ % 2 == 0 else (1, 0)):
+                got[who].append(first_call_process(example, n, "python", template, None)["s"])
+
+    def ratio() -> float:
+        best = [min(times) for times in got]
+        return max(best) / min(best)
+
+    rounds(0)
+    if recheck and ratio() > THRESHOLD:
+        rounds(FIRST_ROUNDS)
+    return ratio()
+
+
 def serial_call_s(example: str, n: int) -> float:
     bench = Bench(example, n, ["c"])
     bench.call("c")
@@ -89,24 +117,40 @@ def summary(ratios: Sequence[float]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="examples to run (default: all)")
-    parser.add_argument("--load", action="store_true", help="beside two spinning processes")
-    parser.add_argument("--max-ms", type=float, default=20.0,
-                        help="largest serial C call timed (ms; default 20)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--load", action="store_true", help="beside two spinning processes")
+    mode.add_argument("--first", action="store_true", help="first calls of the original code")
+    parser.add_argument("--max-ms", type=float, default=None,
+                        help="largest call timed (ms; serial C's warm call, default 20; "
+                             "with --first, the original code's first call, default 100)")
     parser.add_argument("--burst", type=float, default=0.02, help="burst length (s)")
     parser.add_argument("--no-recheck", action="store_true",
                         help="no second set of rounds where a ratio passes 1.05")
     args = parser.parse_args(argv)
+    max_ms = args.max_ms or (100.0 if args.first else 20.0)
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"{'beside two spinning processes' if args.load else 'idle'}; "
-          f"{ROUNDS} rounds of {args.burst * 1e3:g} ms bursts")
-    ratios: dict[tuple[str, str], list[float]] = {}
+          f"{'beside two spinning processes' if args.load else 'idle'}; " +
+          (f"first calls, {FIRST_ROUNDS} rounds" if args.first else
+           f"{ROUNDS} rounds of {args.burst * 1e3:g} ms bursts"))
     started = time.perf_counter()
+    ratios = first_call_floor(args, max_ms) if args.first else warm_floor(args, max_ms)
+    for (variant, statistic), values in ratios.items():
+        print(f"{variant:9} {statistic:6}: {summary(values)}")
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{time.perf_counter() - started:.0f} s")
+
+
+def _cases(only: Sequence[str] | None):
+    return [case for case in CASES if not only or case.name in only]
+
+
+def warm_floor(args: argparse.Namespace, max_ms: float) -> dict[tuple[str, str], list[float]]:
+    """Per (variant, statistic), the ratios of twin warm contenders at every size."""
+    ratios: dict[tuple[str, str], list[float]] = {}
     with BusyProcesses(2 if args.load else 0):
-        for case in CASES:
-            if args.only and case.name not in args.only:
-                continue
+        for case in _cases(args.only):
             for n in case.sizes(512 * 2**20, quick=False):
-                if serial_call_s(case.name, n) > args.max_ms / 1e3:
+                if serial_call_s(case.name, n) > max_ms / 1e3:
                     break
                 point = twins(case.name, n, args.burst, not args.no_recheck)
                 print(f"  {case.name:14} {n:8d}  " + "  ".join(
@@ -115,10 +159,24 @@ def main(argv: list[str] | None = None) -> None:
                 for variant, r in point.items():
                     for statistic, ratio in r.items():
                         ratios.setdefault((variant, statistic), []).append(ratio)
-    for (variant, statistic), values in ratios.items():
-        print(f"{variant:9} {statistic:6}: {summary(values)}")
-    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"{time.perf_counter() - started:.0f} s")
+    return ratios
+
+
+def first_call_floor(args: argparse.Namespace,
+                     max_ms: float) -> dict[tuple[str, str], list[float]]:
+    """The ratios of twin first calls of the original code at every size."""
+    found: list[float] = []
+    with tempfile.TemporaryDirectory() as folder:
+        template, _ = empty_cache_template(Path(folder))
+        for case in _cases(args.only):
+            for n in case.sizes(512 * 2**20, quick=False):
+                if first_call_process(case.name, n, "python", template, None)["s"] > \
+                        max_ms / 1e3:
+                    break
+                ratio = first_call_twins(case.name, n, template, not args.no_recheck)
+                print(f"  {case.name:14} {n:8d}  python first call: {ratio:.2f}", flush=True)
+                found.append(ratio)
+    return {("python", "first"): found}
 
 
 if __name__ == "__main__":

@@ -14,3 +14,10 @@ def test_twins_give_a_ratio_per_variant_and_statistic():
 def test_the_summary_counts_the_points_past_the_thresholds():
     line = bench.summary([1.0, 1.1, 2.0])
     assert "max 2.00" in line and "above 1.05: 2" in line and "above 1.5: 1 of 3" in line
+
+
+def test_first_call_twins_time_the_original_code_in_new_processes(tmp_path):
+    from benchmarks.bench_selection import empty_cache_template
+
+    template, _ = empty_cache_template(tmp_path)
+    assert bench.first_call_twins("vadd", 16, template, recheck=False) >= 1.0
