@@ -34,15 +34,15 @@ on this machine, and were not kept (2026-11-28, at 1dc0d5b and 41e105c, against 
 * confirming a change by a run of surprises as long as the variant's stand-alone ones make
   rare (two stalls in a row no longer a change where stalls often come alone): 0.985 of the
   time over the 25 time-slice series, within 1% elsewhere; in ``bench_recovery`` (conway on
-  512 x 512, nine runs each, alternating) the model kept OpenMP through the load and its mean
-  call during it was 377 us against 312 (serial C's median under that load: 143 us, OpenMP's
-  791);
+  512 x 512, nine runs each, alternating) the model kept OpenMP in 9 to 95% of the calls
+  during the load (median 77%; the old rules 0 to 71%, median 27%), and its mean call there
+  was 377 us against 312 (serial C's median under that load: 143 us, OpenMP's 791);
 * besides, predicting a noisy variant at its typical time times its tail (the moving mean
   of measured over typical time), with a settled choice's calls sampled by their count
   alone: 0.973 over all 37 series, and OpenMP stalling one call in five to eight 6 to 8% over
-  OpenMP alone instead of 13 to 21%; in ``bench_recovery`` (conway), in two of fifteen runs
-  OpenMP, 1.7 and 1.8 times faster than serial C before the load, ran in 1 and 8% of the
-  calls in the 3 s after it (none of eighteen runs of the old rules stayed off it so long):
+  OpenMP alone instead of 13 to 21%; in ``bench_recovery`` (conway), in three of twenty-one
+  runs OpenMP, 1.3 to 1.8 times faster than serial C before the load, ran in 1 to 10% of the
+  calls in the 3 s after it (in twenty-one runs of the old rules, in 56% at least):
   a tail also takes in the wake-ups that the choice's own switches cause, and a variant
   probed after serial code pays one each time.
 
