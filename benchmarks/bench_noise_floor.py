@@ -25,7 +25,6 @@ sizes where that call takes at most ``--max-ms`` (default there: 100 ms).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import tempfile
 import time
@@ -35,7 +34,8 @@ from typing import Sequence
 import numpy as np
 
 from .bench_selection import THRESHOLD, BusyProcesses, empty_cache_template, first_call_process
-from .selection_worker import CASES, Bench, _example, _make_kernel, extension_loaded
+from .report import geomean
+from .selection_worker import CASES, Bench, _example, _make_kernel, case_named, extension_loaded
 
 ROUNDS = 5
 FIRST_ROUNDS = 2
@@ -43,13 +43,13 @@ VARIANTS = ("c", "openmp@2")
 TWIN = "'"
 
 
-def twins(example: str, n: int, burst: float, recheck: bool) -> dict[str, dict[str, float]]:
+def twins(example: str, bench: Bench, burst: float,
+          recheck: bool) -> dict[str, dict[str, float]]:
     """For each variant of ``VARIANTS``, the ratio (larger over smaller) of its two
-    instances' best calls and of their medians, at one size of one example; ``recheck``:
-    where one is above ``THRESHOLD``, as many rounds again, judged on all."""
-    bench = Bench(example, n, VARIANTS)
-    case = next(c for c in CASES if c.name == example)
-    cls = getattr(_example(example), case.cls)
+    instances' best calls and of their medians, on the inputs of ``bench`` (made for
+    ``VARIANTS`` at one size of ``example``; the twins are added to it); ``recheck``: where
+    one is above ``THRESHOLD``, as many rounds again, judged on all."""
+    cls = getattr(_example(example), case_named(example).cls)
     for variant in VARIANTS:
         bench.kernels[variant + TWIN] = _make_kernel(cls, variant)
     names = list(bench.kernels)
@@ -101,15 +101,17 @@ def first_call_twins(example: str, n: int, template: Path, recheck: bool) -> flo
     return ratio()
 
 
-def serial_call_s(example: str, n: int) -> float:
-    bench = Bench(example, n, ["c"])
+def serial_call_s(bench: Bench) -> float:
     bench.call("c")
     return min(bench.call("c")["s"] for _ in range(3))
 
 
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def summary(ratios: Sequence[float]) -> str:
-    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    return (f"geomean {geo:.3f}, max {max(ratios):.2f}, "
+    return (f"geomean {geomean(ratios):.3f}, max {max(ratios):.2f}, "
             f"above 1.05: {sum(r > 1.05 for r in ratios)}, "
             f"above 1.5: {sum(r > 1.5 for r in ratios)} of {len(ratios)}")
 
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="no second set of rounds where a ratio passes 1.05")
     args = parser.parse_args(argv)
     max_ms = args.max_ms or (100.0 if args.first else 20.0)
-    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+    print(f"load average at start: {_load()}; "
           f"{'beside two spinning processes' if args.load else 'idle'}; " +
           (f"first calls, {FIRST_ROUNDS} rounds" if args.first else
            f"{ROUNDS} rounds of {args.burst * 1e3:g} ms bursts"))
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     ratios = first_call_floor(args, max_ms) if args.first else warm_floor(args, max_ms)
     for (variant, statistic), values in ratios.items():
         print(f"{variant:9} {statistic:6}: {summary(values)}")
-    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+    print(f"load average at end: {_load()}; "
           f"{time.perf_counter() - started:.0f} s")
 
 
@@ -150,9 +152,10 @@ def warm_floor(args: argparse.Namespace, max_ms: float) -> dict[tuple[str, str],
     with BusyProcesses(2 if args.load else 0):
         for case in _cases(args.only):
             for n in case.sizes(512 * 2**20, quick=False):
-                if serial_call_s(case.name, n) > max_ms / 1e3:
+                bench = Bench(case.name, n, VARIANTS)
+                if serial_call_s(bench) > max_ms / 1e3:
                     break
-                point = twins(case.name, n, args.burst, not args.no_recheck)
+                point = twins(case.name, bench, args.burst, not args.no_recheck)
                 print(f"  {case.name:14} {n:8d}  " + "  ".join(
                     f"{v}: best {r['best']:.2f} median {r['median']:.2f}"
                     for v, r in point.items()), flush=True)

@@ -53,13 +53,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import math
 import random
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
+
+from .report import geomean
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.against:
         modules[args.against] = selection_module(args.against)
     print(f"{'scenario':58}" + "".join(f"{name[:12]:>14}" for name in modules))
-    logs: dict[str, list[float]] = {name: [] for name in modules}
+    ratios_of: dict[str, list[float]] = {name: [] for name in modules}
     for name, timing, predicted, calls in scenarios():
         cells = []
         for label, module in modules.items():
@@ -179,11 +180,10 @@ def main(argv: list[str] | None = None) -> None:
                 total, alone = series(module, timing, predicted, calls, seed)
                 ratios.append(total / min(alone.values()))
             ratio = sum(ratios) / len(ratios)
-            logs[label].append(math.log(ratio))
+            ratios_of[label].append(ratio)
             cells.append(f"{ratio:14.3f}")
         print(f"{name:58}" + "".join(cells))
-    print(f"{'geomean':58}" + "".join(f"{math.exp(sum(v) / len(v)):14.3f}"
-                                       for v in logs.values()))
+    print(f"{'geomean':58}" + "".join(f"{geomean(v):14.3f}" for v in ratios_of.values()))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ from benchmarks import bench_noise_floor as bench
 
 
 def test_twins_give_a_ratio_per_variant_and_statistic():
-    point = bench.twins("vadd", 64, burst=0.002, recheck=True)
+    point = bench.twins("vadd", bench.Bench("vadd", 64, bench.VARIANTS), burst=0.002,
+                        recheck=True)
     assert set(point) == set(bench.VARIANTS)
     for ratios in point.values():
         assert set(ratios) == {"best", "median"}
