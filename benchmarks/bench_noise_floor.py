@@ -8,16 +8,20 @@ takes at most ``--max-ms``), two kernel instances forced to serial C, and two fo
 at 2 threads, are timed as four contenders in one process, as ``bench_selection`` times its
 warm contenders (``ROUNDS`` rounds of ``--burst`` s bursts, who goes first rotating, inputs
 restored before each call; each contender's best call over the rounds, and its median of the
-bursts' medians). Per variant and mode it prints the geometric mean and the maximum of the
-larger of the two instances' times over the smaller, and how many points pass 1.05 and 1.5
-(the benchmark's misprediction threshold and its max target). As the selection benchmark
-times a doubtful point again, a point where a ratio passes 1.05 gets as many rounds again, of
-all four, and is judged on all (``--no-recheck``: not). ``--load``: beside two processes
+bursts' medians, each *pooled* over the contender's rounds; and both *paired*: the median over
+the rounds of one instance's time in a round over the other's in the same round, as
+``bench_selection`` judges its points, ``Point.paired``). Per variant and statistic it prints
+the geometric mean and the maximum of how far apart the two instances come out (the larger
+time over the smaller), and how many points pass 1.05 and 1.5 (the benchmark's misprediction
+threshold and its max target). As the selection benchmark times a doubtful point again, a
+point where a ratio passes 1.05 gets as many rounds again, of all four, and is judged on all
+(``--no-recheck``: not). ``--load``: beside two processes
 spinning in pure Python, as the selection benchmark's loaded mode. ``--first``: first calls
 instead, as its first-call mode times them: the original code's first call (``python``) in
 new processes with an empty cache, twice per round as two contenders, ``FIRST_ROUNDS``
-rounds (and as many again where they differ by more than 1.05), each contender's best, at the
-sizes where that call takes at most ``--max-ms`` (default there: 100 ms).
+rounds (and as many again where they differ by more than 1.05), each contender's best, and
+paired by round, at the sizes where that call takes at most ``--max-ms`` (default there:
+100 ms).
 
     python -m benchmarks.bench_noise_floor [--only NAME ...] [--load | --first] [--max-ms MS]
 """
@@ -33,7 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .bench_selection import THRESHOLD, BusyProcesses, empty_cache_template, first_call_process
+from .bench_selection import (THRESHOLD, BusyProcesses, empty_cache_template, first_call_process,
+                              paired_ratio)
 from .report import geomean
 from .selection_worker import CASES, Bench, _example, _make_kernel, case_named, extension_loaded
 
@@ -68,10 +73,12 @@ def twins(example: str, bench: Bench, burst: float,
         out = {}
         for variant in VARIANTS:
             a, b = got[variant], got[variant + TWIN]
-            best = [min(r["s"] for r in x) for x in (a, b)]
-            median = [float(np.median([r["median_s"] for r in x])) for x in (a, b)]
-            out[variant] = {"best": max(best) / min(best),
-                            "median": max(median) / min(median)}
+            out[variant] = {}
+            for statistic, key, pool in (("best", "s", min),
+                                         ("median", "median_s", np.median)):
+                mine, theirs = [r[key] for r in a], [r[key] for r in b]
+                out[variant][statistic] = _apart(float(pool(mine)) / float(pool(theirs)))
+                out[variant][f"{statistic} paired"] = _apart(paired_ratio(mine, theirs))
         return out
 
     rounds(0)
@@ -80,10 +87,17 @@ def twins(example: str, bench: Bench, burst: float,
     return ratios()
 
 
-def first_call_twins(example: str, n: int, template: Path, recheck: bool) -> float:
-    """The ratio (larger over smaller) of two contenders' best first calls of the original
-    code at one size, each call in a new process (the selection benchmark's first-call
-    mode); where above ``THRESHOLD`` and ``recheck``, as many rounds again, judged on all."""
+def _apart(ratio: float) -> float:
+    """How far apart two times are: the larger over the smaller."""
+    return max(ratio, 1 / ratio)
+
+
+def first_call_twins(example: str, n: int, template: Path,
+                     recheck: bool) -> dict[str, float]:
+    """How far apart (larger over smaller) two contenders' first calls of the original code
+    at one size come out, each call in a new process (the selection benchmark's first-call
+    mode): on their best calls (``first``) and paired by round (``first paired``); where one
+    is above ``THRESHOLD`` and ``recheck``, as many rounds again, judged on all."""
     got: list[list[float]] = [[], []]
 
     def rounds(start: int) -> None:
@@ -91,14 +105,14 @@ def first_call_twins(example: str, n: int, template: Path, recheck: bool) -> flo
             for who in ((0, 1) if round_ % 2 == 0 else (1, 0)):
                 got[who].append(first_call_process(example, n, "python", template, None)["s"])
 
-    def ratio() -> float:
-        best = [min(times) for times in got]
-        return max(best) / min(best)
+    def ratios() -> dict[str, float]:
+        return {"first": _apart(min(got[0]) / min(got[1])),
+                "first paired": _apart(paired_ratio(*got))}
 
     rounds(0)
-    if recheck and ratio() > THRESHOLD:
+    if recheck and any(r > THRESHOLD for r in ratios().values()):
         rounds(FIRST_ROUNDS)
-    return ratio()
+    return ratios()
 
 
 def serial_call_s(bench: Bench) -> float:
@@ -137,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     ratios = first_call_floor(args, max_ms) if args.first else warm_floor(args, max_ms)
     for (variant, statistic), values in ratios.items():
-        print(f"{variant:9} {statistic:6}: {summary(values)}")
+        print(f"{variant:9} {statistic:13}: {summary(values)}")
     print(f"load average at end: {_load()}; "
           f"{time.perf_counter() - started:.0f} s")
 
@@ -157,7 +171,7 @@ def warm_floor(args: argparse.Namespace, max_ms: float) -> dict[tuple[str, str],
                     break
                 point = twins(case.name, bench, args.burst, not args.no_recheck)
                 print(f"  {case.name:14} {n:8d}  " + "  ".join(
-                    f"{v}: best {r['best']:.2f} median {r['median']:.2f}"
+                    f"{v}: " + ", ".join(f"{statistic} {x:.2f}" for statistic, x in r.items())
                     for v, r in point.items()), flush=True)
                 for variant, r in point.items():
                     for statistic, ratio in r.items():
@@ -168,7 +182,7 @@ def warm_floor(args: argparse.Namespace, max_ms: float) -> dict[tuple[str, str],
 def first_call_floor(args: argparse.Namespace,
                      max_ms: float) -> dict[tuple[str, str], list[float]]:
     """The ratios of twin first calls of the original code at every size."""
-    found: list[float] = []
+    found: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as folder:
         template, _ = empty_cache_template(Path(folder))
         for case in _cases(args.only):
@@ -176,10 +190,12 @@ def first_call_floor(args: argparse.Namespace,
                 if first_call_process(case.name, n, "python", template, None)["s"] > \
                         max_ms / 1e3:
                     break
-                ratio = first_call_twins(case.name, n, template, not args.no_recheck)
-                print(f"  {case.name:14} {n:8d}  python first call: {ratio:.2f}", flush=True)
-                found.append(ratio)
-    return {("python", "first"): found}
+                point = first_call_twins(case.name, n, template, not args.no_recheck)
+                print(f"  {case.name:14} {n:8d}  python first call: " + ", ".join(
+                    f"{statistic} {r:.2f}" for statistic, r in point.items()), flush=True)
+                for statistic, ratio in point.items():
+                    found.setdefault(("python", statistic), []).append(ratio)
+    return found
 
 
 if __name__ == "__main__":

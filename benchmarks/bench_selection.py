@@ -45,7 +45,15 @@ timed as what a user gets, ``Cls().kernel`` calls (dispatch included), and so is
 
 Per point, penalty = the choice's time / the oracle's time (kernel level: a kernel of several
 nests is timed as a whole, against the fastest single forced variant; a mix can beat it and
-score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. A forced variant
+score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. The ratio is taken
+round by round (``Point.paired``): against each forced variant, the median over the rounds of
+the choice's time in a round over the variant's in the same round, and the largest of these
+(the choice over the fastest). Within a round every contender is timed within a few tenths of
+a second, while this VM's vCPUs change speed about twofold for seconds at a time (and OpenMP's
+under a load too), so pairing compares times taken under the same conditions; each
+contender's own best or median over all its rounds (the *pooled* penalty, how points were
+judged until 2026-11-28) puts the same code up to 1.9 times apart idle and 62 times beside two
+spinners (``bench_noise_floor``), and its figures are printed beside. A forced variant
 slower than ``PRUNE`` times the fastest after a round leaves the later rounds (it cannot be
 the oracle; its time is that of the rounds it ran). Per mode: geometric-mean and maximum
 penalty and the mispredicted share, for the model and for the rule. Targets: geomean at most
@@ -272,6 +280,12 @@ class BusyProcesses:
 
 # -- measurements ----------------------------------------------------------------------------------
 
+def paired_ratio(mine: Sequence[float], theirs: Sequence[float]) -> float:
+    """The median, over the rounds both series have (a contender pruned from the later rounds
+    has fewer), of one's time in a round over the other's in the same round."""
+    return float(np.median([a / b for a, b in zip(mine, theirs)]))
+
+
 @dataclass
 class Point:
     """One example at one size in one mode: every contender's best time, and the choices."""
@@ -295,9 +309,14 @@ class Point:
     #: where the point was doubtful and timed again: the rounds before, and the penalties
     #: (acm/rule) they gave (``_timed_rounds``)
     recheck: dict[str, Any] = field(default_factory=dict)
+    #: contender -> its value in each round it ran, in order (its burst's best call, and its
+    #: burst's median call; a first call's time): the rounds the penalties pair (``paired``)
+    round_bests: dict[str, list[float]] = field(default_factory=dict)
+    round_medians: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def oracle(self) -> str:
+        """The fastest forced variant, on each one's time over all its rounds."""
         return min(self.times, key=self.times.get)
 
     def slot(self, name: str) -> dict[str, float]:
@@ -311,7 +330,41 @@ class Point:
         return self.slot(name) is self.times
 
     def penalty(self, who: str) -> float:
+        """``who``'s time over the fastest forced variant's, round by round (``paired``) on
+        the mode's statistic; on the contenders' times over all their rounds
+        (``pooled_penalty``) for a point without rounds (``who`` cut short in its warm-up,
+        or a point made by hand)."""
+        paired = self.paired(who, self._rounds(self.statistic))
+        return self.pooled_penalty(who) if paired is None else paired
+
+    def pooled_penalty(self, who: str) -> float:
+        """``who``'s time over all its rounds over the oracle's over all of its (how this
+        benchmark judged a point until 2026-11-28; shown beside)."""
         return self.chosen_s[who] / self.times[self.oracle]
+
+    def paired(self, who: str, rounds: dict[str, list[float]]) -> float | None:
+        """``who``'s time over the fastest forced variant's, judged round by round: against
+        each forced variant, the median, over the rounds both ran, of ``who``'s value in the
+        round over the variant's in the same round; the largest of these (the variant ``who``
+        loses most against: ``x / min(v) == max(x / v)``). None where ``who`` has no rounds.
+
+        A round times every contender within a few tenths of a second, so each ratio compares
+        two times taken under the same conditions: this VM's vCPUs change speed about twofold
+        for seconds at a time, and OpenMP under a load for seconds too, which a contender's
+        own best or median over its rounds (``pooled_penalty``) leaves in when its rounds and
+        the oracle's fall on different speeds (``bench_noise_floor``: one variant timed as
+        two contenders, beside two spinning processes, 10 rounds: OpenMP's median calls up to
+        62 times apart, paired up to 2.0). Taking the largest over the variants counts noise
+        against the model, never for it."""
+        mine = rounds.get(who)
+        if not mine:
+            return None
+        ratios = [paired_ratio(mine, theirs) for name, theirs in rounds.items()
+                  if name in self.times and theirs]
+        return max(ratios) if ratios else None
+
+    def _rounds(self, statistic: str) -> dict[str, list[float]]:
+        return self.round_medians if statistic == "median" else self.round_bests
 
     def ran(self, who: str) -> str:
         """The variant ``who`` (a default kernel) ran in most of its timed calls."""
@@ -327,19 +380,26 @@ class Point:
         which no forced variant is."""
         label = self.ran(who)
         own = self.penalty(who)
-        return min(own, self.times[label] / self.times[self.oracle]) if label in self.times \
-            else own
+        if label not in self.times:
+            return own
+        forced = self.paired(label, self._rounds(self.statistic))
+        return min(own, self.times[label] / self.times[self.oracle] if forced is None
+                   else forced)
 
     def median_penalty(self, who: str) -> float | None:
-        """The choice's median call over the fastest median of a forced variant (the typical
-        call, not the best: see ``_other_summary``); None without medians (first calls)."""
-        return self._penalty_of(self.medians, who)
+        """The choice's median calls over the fastest forced variant's, paired by round (the
+        typical call, not the best: see ``_other_summary``); None without medians."""
+        return self._penalty_of("median", who)
 
     def best_penalty(self, who: str) -> float | None:
-        """The choice's best call over the fastest forced variant's best."""
-        return self._penalty_of(self.bests, who)
+        """The choice's best calls over the fastest forced variant's, paired by round."""
+        return self._penalty_of("best", who)
 
-    def _penalty_of(self, seconds: dict[str, float], who: str) -> float | None:
+    def _penalty_of(self, statistic: str, who: str) -> float | None:
+        paired = self.paired(who, self._rounds(statistic))
+        if paired is not None:
+            return paired
+        seconds = self.medians if statistic == "median" else self.bests
         forced = [seconds[name] for name in self.times if name in seconds]
         if who not in seconds or not forced:
             return None
@@ -453,6 +513,8 @@ def _record(point: Point, results: dict[str, list[dict]]) -> None:
         median = float(np.median([r.get("median_s", r["s"]) for r in got]))
         point.slot(name)[name] = median if point.statistic == "median" else best
         point.bests[name], point.medians[name] = best, median
+        point.round_bests[name] = [r["s"] for r in got]
+        point.round_medians[name] = [r.get("median_s", r["s"]) for r in got]
         point.rounds[name] = len(got)
         point.calls[name] = sum(r.get("calls", 1) for r in got)
         if name in (DEFAULT, RULE):
@@ -621,7 +683,8 @@ def run_mode(mode: str, cases: list[Case], settings: Settings, out: "Report") ->
     out.line(f"== {mode}: load average at end {_load(load_end)}; "
              f"{time.perf_counter() - started:.0f} s")
     out.line(_mode_summary(mode, points))
-    for extra in (_choice_summary(mode, points), _other_summary(mode, points)):
+    for extra in (_choice_summary(mode, points), _other_summary(mode, points),
+                  _pooled_summary(mode, points)):
         if extra is not None:
             out.line(extra)
     out.line("")
@@ -796,6 +859,23 @@ def _other_summary(mode: str, points: Sequence[Point]) -> str | None:
             f"{geomean:.3f}, max {max(penalties):.2f} ({len(penalties)} points)")
 
 
+def _pooled_summary(mode: str, points: Sequence[Point]) -> str | None:
+    """The mode's penalties on each contender's time over all its rounds, unpaired
+    (``Point.pooled_penalty``): the figures as this benchmark judged them until 2026-11-28."""
+    penalties = [p.pooled_penalty(DEFAULT) for p in points]
+    if not penalties:
+        return None
+    return (f"   {mode}, pooled rounds (unpaired): ACM geomean {_geomean(penalties):.3f}, "
+            f"max {max(penalties):.2f}, mispredicted {sum(x > THRESHOLD for x in penalties)} "
+            f"of {len(penalties)}")
+
+
+def pooled_line(modes: Sequence[Mode]) -> str:
+    """The final line's figures on pooled rounds (``Point.pooled_penalty``)."""
+    cells = _mode_cells(modes, lambda p: p.pooled_penalty(DEFAULT))
+    return f"ACM on pooled rounds (unpaired): {cells} (geomean/max penalty)"
+
+
 def _mode_cells(modes: Sequence[Mode], penalty: Callable[[Point], float],
                 note: Callable[[list[Point]], str] = lambda points: "") -> str:
     """``MODE X/Y`` per mode (``-/-`` for a mode not run): the geomean and maximum of
@@ -850,6 +930,7 @@ def write_results(prefix: Path, report: Report, modes: Sequence[Mode], meta: dic
          "summary": {who: summarize(m.points, who) for who in (DEFAULT, RULE)},
          "points": [{**asdict(p), "oracle": p.oracle,
                      "penalty": {who: p.penalty(who) for who in (DEFAULT, RULE)},
+                     "pooled_penalty": {who: p.pooled_penalty(who) for who in (DEFAULT, RULE)},
                      "choice_penalty": p.choice_penalty(DEFAULT)}
                     for p in m.points]}
         for m in modes]}
@@ -947,7 +1028,7 @@ def main(argv: list[str] | None = None) -> dict:
                 f"{book_ns:.0f} ns (each included in the ACM times below)")
     report.line("times: best of the rounds (loaded: the median); ACM/rule: the default "
                 "kernel's own calls (* the choice changed during the timed calls; > cut "
-                "short); pen: its time over the fastest variant's")
+                "short); pen: its time over the fastest variant's, paired round by round")
     report.line("")
     modes = [run_mode(mode, cases, settings, report) for mode in MODES if mode in args.modes]
     load_end = os.getloadavg()
@@ -957,6 +1038,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "every mode")
     report.line(final_line(modes, RULE))
     report.line(choice_line(modes))
+    report.line(pooled_line(modes))
     again = recheck_line(modes)
     if again:
         report.line(again)

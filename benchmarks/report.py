@@ -159,7 +159,8 @@ def markdown(data: dict, summary: dict, plots: Sequence[str]) -> str:
                 f"{overall['penalty_max']:.2f} ({overall['penalty_max_at']}), mispredicted "
                 f"{overall['mispredicted']} of {overall['points']} (penalty above "
                 f"{overall['threshold']}). The penalty is the chosen variant's time over the "
-                "fastest variant's of ours at that point.", ""]
+                "fastest variant's of ours at that point, paired round by round (the median "
+                "of its ratios to each variant's time in the same rounds).", ""]
         speed = overall["speedup_geomean"]
         out += ["Speedup of the model's choice at each example's largest size, the peer's time "
                 "over ours (above 1: ours is faster), geometric mean over the examples: "

@@ -48,7 +48,9 @@ else)::
                          threads, fallback, predicted_s, measured_s), "timed_out" (s is
                          then a lower bound), "warm_calls"},
                  "oracle" (the fastest of "variants"),
-                 "penalty" (acm's s / the oracle's s),
+                 "penalty" (acm's time over the oracle's, paired round by round:
+                            ``bench_selection.Point.paired``),
+                 "pooled_penalty" (acm's s / the oracle's s: each its best over its rounds),
                  "skipped": {CONTENDER: why not timed},
                  "medians": {CONTENDER: median seconds}, "rounds": {CONTENDER: rounds},
                  "wall_s" (how long measuring the point took)}, ...],
@@ -286,7 +288,8 @@ def point_json(p: SuitePoint) -> dict[str, Any]:
                     "choices": p.choices.get(DEFAULT, {}), "nests": p.nests.get(DEFAULT, []),
                     "timed_out": DEFAULT in p.timed_out,
                     "warm_calls": p.warm_calls.get(DEFAULT)},
-            "oracle": p.oracle, "penalty": p.penalty(DEFAULT), "skipped": p.skipped,
+            "oracle": p.oracle, "penalty": p.penalty(DEFAULT),
+            "pooled_penalty": p.pooled_penalty(DEFAULT), "skipped": p.skipped,
             "medians": p.medians, "rounds": p.rounds, "wall_s": p.wall_s}
 
 

@@ -8,7 +8,7 @@ def test_twins_give_a_ratio_per_variant_and_statistic():
                         recheck=True)
     assert set(point) == set(bench.VARIANTS)
     for ratios in point.values():
-        assert set(ratios) == {"best", "median"}
+        assert set(ratios) == {"best", "median", "best paired", "median paired"}
         assert all(r >= 1.0 for r in ratios.values())
 
 
@@ -21,4 +21,6 @@ def test_first_call_twins_time_the_original_code_in_new_processes(tmp_path):
     from benchmarks.bench_selection import empty_cache_template
 
     template, _ = empty_cache_template(tmp_path)
-    assert bench.first_call_twins("vadd", 16, template, recheck=False) >= 1.0
+    ratios = bench.first_call_twins("vadd", 16, template, recheck=False)
+    assert set(ratios) == {"first", "first paired"}
+    assert all(r >= 1.0 for r in ratios.values())

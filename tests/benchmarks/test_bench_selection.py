@@ -4,6 +4,7 @@ example, warm calls); the penalties are not judged here: targets belong to the p
 import json
 import re
 
+import numpy as np
 import pytest
 
 from benchmarks import bench_selection
@@ -86,7 +87,9 @@ def test_the_loaded_mode_judges_median_calls_and_shows_the_best_beside():
         assert point.oracle == oracle
         assert point.bests["openmp@2"] == 25e-6
         assert point.medians["openmp@2"] == pytest.approx(569.5e-6)
-    assert point.penalty(DEFAULT) == pytest.approx(51e-6 / 49.5e-6)
+    # judged round by round: the model ran one round, paired with each variant's first
+    assert point.penalty(DEFAULT) == pytest.approx(51e-6 / 49e-6)
+    assert point.pooled_penalty(DEFAULT) == pytest.approx(51e-6 / 49.5e-6)
     assert point.best_penalty(DEFAULT) == pytest.approx(50e-6 / 25e-6)
     assert "on best calls: ACM geomean 2.000" in bench_selection._other_summary("loaded",
                                                                                  [point])
@@ -127,7 +130,8 @@ def test_a_doubtful_point_is_timed_again_for_every_contender(acm, expect_again):
     assert bool(point.recheck) is expect_again
     if not expect_again:
         assert asked.count(DEFAULT) == 3 and asked.count("c") == 3
-        assert point.penalty(DEFAULT) == pytest.approx(1.0)
+        assert point.penalty(DEFAULT) == pytest.approx(1.02)   # the median round's
+        assert point.pooled_penalty(DEFAULT) == pytest.approx(1.0)  # the best round's
         return
     assert point.recheck["rounds"] == 3
     assert point.recheck["penalty"][DEFAULT] == pytest.approx(1.6)
@@ -137,7 +141,10 @@ def test_a_doubtful_point_is_timed_again_for_every_contender(acm, expect_again):
     assert [asked.count(n) for n in ("python", "c", DEFAULT, RULE)] == [6, 6, 6, 6]
     assert asked.count("openmp@2") == 1
     assert point.rounds[DEFAULT] == 6 and point.times["c"] == 0.9   # the oracle's fell too
-    assert point.penalty(DEFAULT) == pytest.approx(min(acm) / 0.9)
+    assert point.pooled_penalty(DEFAULT) == pytest.approx(min(acm) / 0.9)
+    # paired with serial C round by round (its 1.0 three times, then 0.9): the median of six
+    assert point.penalty(DEFAULT) == pytest.approx(
+        float(np.median([a / c for a, c in zip(acm, [1.0] * 3 + [0.9] * 3)])))
     assert sum(point.choices[DEFAULT].values()) == 6     # each call counted once
     row = bench_selection._row(point)
     assert row.endswith("(timed again: 1.60 after 3 rounds)")
@@ -154,3 +161,39 @@ def test_no_point_is_timed_again_unless_asked():
     bench_selection._timed_rounds(point, call, ["c", DEFAULT], _settings(recheck=False))
     assert not point.recheck and asked.count(DEFAULT) == 3
     assert bench_selection.recheck_line([Mode("warm", [point], (0,) * 3, (0,) * 3)]) is None
+
+
+def test_penalties_pair_each_round_with_the_same_round_of_the_variants():
+    """A time in a round is judged against the variants' times in the same round: where the
+    machine's speed changes between rounds (this VM's vCPUs, OpenMP under a load), a
+    contender's own median over its rounds can fall on the slow ones while another's falls
+    on the fast ones."""
+    slow = 60e-6
+    rounds = {"c": [{"s": 1e-6, "median_s": x} for x in (1e-6, slow, 1e-6, slow, 1e-6)],
+              "openmp@2": [{"s": 1e-6, "median_s": 5e-6}] * 5,
+              DEFAULT: [{"s": 1e-6, "median_s": x, "choice": "c", "nests": []}
+                        for x in (1e-6, slow, 1e-6, slow, slow)]}
+    point = Point("x", 1, statistic="median")
+    bench_selection._record(point, rounds)
+    assert point.pooled_penalty(DEFAULT) == pytest.approx(60.0)
+    # against serial C: 1, 1, 1, 1, 60 (its one fast round against the model's slow one)
+    # against OpenMP: 0.2, 12, 0.2, 12, 12; the larger of the two medians
+    assert point.penalty(DEFAULT) == pytest.approx(12.0)
+    rounds["openmp@2"] = [{"s": 1e-6, "median_s": 100e-6}]   # pruned after its first round
+    bench_selection._record(point, rounds)
+    assert point.penalty(DEFAULT) == pytest.approx(1.0)
+    assert "pooled rounds (unpaired): ACM geomean 60.000, max 60.00, mispredicted 1 of 1" in \
+        bench_selection._pooled_summary("loaded", [point])
+    assert bench_selection.pooled_line([Mode("loaded", [point], (0,) * 3, (0,) * 3)]) == (
+        "ACM on pooled rounds (unpaired): warm -/-, first-call -/-, loaded 60.00/60.00 "
+        "(geomean/max penalty)")
+
+
+def test_the_penalty_is_against_the_variant_the_choice_loses_most_to():
+    """``x / min(v) == max(x / v)``: paired with each forced variant, the largest ratio; the
+    plain-Python rounds pair too; a point without rounds is judged on its times."""
+    point = Point("x", 1, times={"c": 2.0, "openmp@2": 1.0}, chosen_s={DEFAULT: 1.5})
+    assert point.penalty(DEFAULT) == point.pooled_penalty(DEFAULT) == 1.5
+    point.round_bests = {"c": [2.0, 2.2], "openmp@2": [1.0, 1.1], DEFAULT: [1.5, 1.5]}
+    assert point.penalty(DEFAULT) == pytest.approx(np.median([1.5, 1.5 / 1.1]))
+    assert point.paired("nobody", point.round_bests) is None
