@@ -187,6 +187,29 @@ def test_a_cpu_device_is_never_priced_below_the_cpu_variants(device_store):
     assert found["opencl"].terms["no faster than the CPU variants"] > 0
 
 
+def test_a_cpu_device_borrows_the_cpu_variants_correction_until_measured(device_store):
+    """A CPU device (PoCL) shares the cores, and their load, with OpenMP and serial C: until
+    it is measured it borrows their correction (``Estimate.kin``), so a load that made them
+    slower than predicted does not make it look the fastest. A GPU borrows nothing."""
+    from asp_core.selection import KIN_LIMIT, Selector
+
+    cpu = dataclasses.replace(DEVICE, host_memory=True, units=2.0)
+    device_calibrate.store(cpu)
+    found = labels(Map(strict=True), np.zeros(50_000), np.ones(50_000))
+    team = [label for label in found if label.startswith("openmp@")]
+    assert found["opencl"].kin == tuple(team[-1:]) + ("c",)
+    selector = Selector()
+    for label in team + ["c"]:   # three times slower than predicted, as beside two spinners
+        for _ in range(4):
+            selector.observe(found[label], 3 * found[label].seconds)
+    assert selector.corrected(found["opencl"]) == pytest.approx(
+        min(3, KIN_LIMIT) * found["opencl"].seconds)
+    assert selector.choose(list(found.values())).label != "opencl"
+    device_calibrate.store(dataclasses.replace(DEVICE, host_memory=False))
+    device_calibrate.clear_cache()
+    assert labels(Map(strict=True), np.zeros(50_000), np.ones(50_000))["opencl"].kin == ()
+
+
 def test_parameters_round_trip_and_reject_nonsense():
     assert DeviceParams.from_json(json.loads(json.dumps(DEVICE.to_json()))) == DEVICE
     for bad in ({"lanes": 0.5}, {"bandwidth": -1.0}, {"launch_ns": math.nan},
