@@ -45,15 +45,17 @@ timed as what a user gets, ``Cls().kernel`` calls (dispatch included), and so is
 
 Per point, penalty = the choice's time / the oracle's time (kernel level: a kernel of several
 nests is timed as a whole, against the fastest single forced variant; a mix can beat it and
-score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. The ratio is taken
-round by round (``Point.paired``): against each forced variant, the median over the rounds of
+score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. Warm and loaded calls take
+the ratio round by round (``Point.paired``, ``PAIRED``): against each forced variant, the median over the rounds of
 the choice's time in a round over the variant's in the same round, and the largest of these
 (the choice over the fastest). Within a round every contender is timed within a few tenths of
 a second, while this VM's vCPUs change speed about twofold for seconds at a time (and OpenMP's
 under a load too), so pairing compares times taken under the same conditions; each
 contender's own best or median over all its rounds (the *pooled* penalty, how points were
-judged until 2026-11-28) puts the same code up to 1.9 times apart idle and 62 times beside two
-spinners (``bench_noise_floor``), and its figures are printed beside. A forced variant
+judged until 2026-11-28) puts the same code up to 1.7 times apart idle and 62 times beside two
+spinners (``bench_noise_floor``), and its figures are printed beside. First calls are judged on
+each contender's best call: each is a process of its own, whose speed is its own, and pairing
+them put the same code further apart (``PAIRED``). A forced variant
 slower than ``PRUNE`` times the fastest after a round leaves the later rounds (it cannot be
 the oracle; its time is that of the rounds it ran). Per mode: geometric-mean and maximum
 penalty and the mispredicted share, for the model and for the rule. Targets: geomean at most
@@ -118,6 +120,12 @@ MODES = ("warm", "first-call", "loaded")
 #: What a contender's time at a point is, per mode: the best of its rounds (the best call of
 #: each burst), or the median (of each burst's median call): see the module.
 STATISTIC = {"warm": "best", "first-call": "best", "loaded": "median"}
+#: Whether a mode judges its points round by round (``Point.paired``), or on each contender's
+#: time over all its rounds. First calls are not paired: each is a new process of its own,
+#: whose speed is its own (``bench_noise_floor --first``, the original code's first call as
+#: two contenders: on best calls 1.082 / 2.05 in geomean / max over 92 points, paired 1.134 /
+#: 2.01; warm, idle, OpenMP's best calls 1.034 / 1.74, paired 1.015 / 1.09).
+PAIRED = {"warm": True, "first-call": False, "loaded": True}
 THRESHOLD = 1.05          # a penalty above this is a misprediction
 TARGET_GEOMEAN, TARGET_MAX = 1.05, 1.5
 PRUNE = 2.0               # a forced variant this much slower than the fastest leaves the rounds
@@ -313,6 +321,8 @@ class Point:
     #: burst's median call; a first call's time): the rounds the penalties pair (``paired``)
     round_bests: dict[str, list[float]] = field(default_factory=dict)
     round_medians: dict[str, list[float]] = field(default_factory=dict)
+    #: whether the penalties pair the rounds (``PAIRED``: not first calls)
+    pairing: bool = True
 
     @property
     def oracle(self) -> str:
@@ -332,9 +342,9 @@ class Point:
     def penalty(self, who: str) -> float:
         """``who``'s time over the fastest forced variant's, round by round (``paired``) on
         the mode's statistic; on the contenders' times over all their rounds
-        (``pooled_penalty``) for a point without rounds (``who`` cut short in its warm-up,
-        or a point made by hand)."""
-        paired = self.paired(who, self._rounds(self.statistic))
+        (``pooled_penalty``) where the mode does not pair its rounds (``PAIRED``), and for a
+        point without rounds (``who`` cut short in its warm-up, or a point made by hand)."""
+        paired = self.paired(who, self._rounds(self.statistic)) if self.pairing else None
         return self.pooled_penalty(who) if paired is None else paired
 
     def pooled_penalty(self, who: str) -> float:
@@ -382,7 +392,7 @@ class Point:
         own = self.penalty(who)
         if label not in self.times:
             return own
-        forced = self.paired(label, self._rounds(self.statistic))
+        forced = self.paired(label, self._rounds(self.statistic)) if self.pairing else None
         return min(own, self.times[label] / self.times[self.oracle] if forced is None
                    else forced)
 
@@ -396,7 +406,7 @@ class Point:
         return self._penalty_of("best", who)
 
     def _penalty_of(self, statistic: str, who: str) -> float | None:
-        paired = self.paired(who, self._rounds(statistic))
+        paired = self.paired(who, self._rounds(statistic)) if self.pairing else None
         if paired is not None:
             return paired
         seconds = self.medians if statistic == "median" else self.bests
@@ -599,7 +609,7 @@ def warm_up(worker: Worker, who: str, limit: float) -> int:
 def measure_first_call(case: Case, n: int, template: Path, previous: Point | None,
                        settings: Settings) -> Point:
     """First calls, each in a new process with a copy of the empty cache ``template``."""
-    point = Point(case.name, n)
+    point = Point(case.name, n, pairing=PAIRED["first-call"])
     variants = _variants(point, case, previous, settings)
 
     def call(name: str, limit: float | None) -> dict:
@@ -863,7 +873,7 @@ def _pooled_summary(mode: str, points: Sequence[Point]) -> str | None:
     """The mode's penalties on each contender's time over all its rounds, unpaired
     (``Point.pooled_penalty``): the figures as this benchmark judged them until 2026-11-28."""
     penalties = [p.pooled_penalty(DEFAULT) for p in points]
-    if not penalties:
+    if not penalties or not PAIRED[mode]:   # (the mode's own figures)
         return None
     return (f"   {mode}, pooled rounds (unpaired): ACM geomean {_geomean(penalties):.3f}, "
             f"max {max(penalties):.2f}, mispredicted {sum(x > THRESHOLD for x in penalties)} "
@@ -871,7 +881,8 @@ def _pooled_summary(mode: str, points: Sequence[Point]) -> str | None:
 
 
 def pooled_line(modes: Sequence[Mode]) -> str:
-    """The final line's figures on pooled rounds (``Point.pooled_penalty``)."""
+    """The final line's figures on pooled rounds (``Point.pooled_penalty``; first calls: the
+    mode's own, which are not paired)."""
     cells = _mode_cells(modes, lambda p: p.pooled_penalty(DEFAULT))
     return f"ACM on pooled rounds (unpaired): {cells} (geomean/max penalty)"
 
@@ -1028,7 +1039,8 @@ def main(argv: list[str] | None = None) -> dict:
                 f"{book_ns:.0f} ns (each included in the ACM times below)")
     report.line("times: best of the rounds (loaded: the median); ACM/rule: the default "
                 "kernel's own calls (* the choice changed during the timed calls; > cut "
-                "short); pen: its time over the fastest variant's, paired round by round")
+                "short); pen: its time over the fastest variant's (warm, loaded: paired round by "
+                "round)")
     report.line("")
     modes = [run_mode(mode, cases, settings, report) for mode in MODES if mode in args.modes]
     load_end = os.getloadavg()

@@ -197,3 +197,8 @@ def test_the_penalty_is_against_the_variant_the_choice_loses_most_to():
     point.round_bests = {"c": [2.0, 2.2], "openmp@2": [1.0, 1.1], DEFAULT: [1.5, 1.5]}
     assert point.penalty(DEFAULT) == pytest.approx(np.median([1.5, 1.5 / 1.1]))
     assert point.paired("nobody", point.round_bests) is None
+    # first calls are not paired: each is a process of its own (``PAIRED``)
+    assert bench_selection.PAIRED == {"warm": True, "first-call": False, "loaded": True}
+    point.pairing = False
+    assert point.penalty(DEFAULT) == point.pooled_penalty(DEFAULT) == 1.5
+    assert point.best_penalty(DEFAULT) is None   # (no bests recorded by hand)
