@@ -34,7 +34,7 @@ from .device import FRESH_BYTES, DeviceParams
 log = logging.getLogger("asp.loopnest.calibrate")
 
 RECORD = "loopnest-device"
-FORMAT = 13  # 2: host_memory; 3: init_s measured in a new process where this one used the device;
+FORMAT = 12  # 2: host_memory; 3: init_s measured in a new process where this one used the device;
 #            4: init_s, the first build in a new process beyond a later one (``first_use``);
 #            5: ... with the compiler probe made before the timed process;
 #            6: call_ns from calls in a row, transfer_ns from copies read back together;
@@ -44,10 +44,7 @@ FORMAT = 13  # 2: host_memory; 3: init_s measured in a new process where this on
 #            measured (it was against the model's cost of a latency-bound chain);
 #            11: a GPU's lanes and lane scale from its attributes, bandwidths measured
 #            until the steps show (a 10 could store 2.7e17 bytes per second);
-#            12: downloads straight into host arrays in use, as calls now read large ones;
-#            13: a quick calibration's init_s is the first use too, in one new process (it
-#            was the driver and context alone: 81 ms on PoCL here where a first use costs
-#            164, and the model built PoCL on first calls it then lost to plain Python)
+#            12: downloads straight into host arrays in use, as calls now read large ones
 #: The device backends the cost model may offer, and the package each needs.
 PACKAGES = {"opencl": "pyopencl", "cuda": "pycuda"}
 

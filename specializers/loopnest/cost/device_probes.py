@@ -22,11 +22,8 @@ once per machine (its section 3.4):
   caller's;
 * ``build_s``: building ``DeviceWide``'s program once more, under a new name; ``init_s``: the
   device's first build in a new process beyond a later one (``first_use``: the driver, a
-  context, the device code generation's modules and templates), as serial C's is measured,
-  the best of two processes (a quick calibration: of one); the driver and context alone
-  (``_init``) where that cannot be measured. (A quick calibration measured only those, 81 ms
-  on PoCL here, where a first use costs 164: the model then built PoCL on a first call of
-  mandelbrot at 128 x 128, about 210 ms, in place of plain Python's 115.)
+  context, the device code generation's modules and templates), as serial C's is measured; a
+  quick calibration measures the driver and context only (``_init``).
 
 Times are the best of a few runs (``timing.best_per_unit``). ``measure(backend)`` raises
 ``BackendUnavailable`` where the backend has no device here.
@@ -84,7 +81,7 @@ def median_round(measure_once, rounds: int) -> tuple:
 
 def measure(backend: str, m: MachineParams, quick: bool = False) -> DeviceParams:
     repeats = 3 if quick else 5
-    init_s = first_use.measure(backend, runs=1 if quick else 2)
+    init_s = first_use.measure(backend) if not quick else None
     if init_s is None:
         init_s = _init(backend)
     facts = _facts(backend)
