@@ -45,19 +45,19 @@ timed as what a user gets, ``Cls().kernel`` calls (dispatch included), and so is
 
 Per point, penalty = the choice's time / the oracle's time (kernel level: a kernel of several
 nests is timed as a whole, against the fastest single forced variant; a mix can beat it and
-score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. Warm and loaded calls take
-the ratio round by round (``Point.paired``, ``PAIRED``): against each forced variant, the median over the rounds of
-the choice's time in a round over the variant's in the same round, and the largest of these
-(the choice over the fastest). Within a round every contender is timed within a few tenths of
-a second, while this VM's vCPUs change speed about twofold for seconds at a time (and OpenMP's
-under a load too), so pairing compares times taken under the same conditions; each
-contender's own best or median over all its rounds (the *pooled* penalty, how points were
-judged until 2026-11-28) puts the same code up to 1.7 times apart idle and 62 times beside two
-spinners (``bench_noise_floor``), and its figures are printed beside. First calls are judged on
-each contender's best call: each is a process of its own, whose speed is its own, and pairing
-them put the same code further apart (``PAIRED``). A forced variant
-slower than ``PRUNE`` times the fastest after a round leaves the later rounds (it cannot be
-the oracle; its time is that of the rounds it ran). Per mode: geometric-mean and maximum
+score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. Warm and loaded
+calls take the ratio round by round (``Point.paired``, ``PAIRED``): against each forced
+variant, the median over the rounds of the choice's time in a round over the variant's in the
+same round, and the largest of these (the choice over the fastest). Within a round every
+contender is timed within a few tenths of a second, while this VM's vCPUs change speed about
+twofold for seconds at a time (and OpenMP's under a load too), so pairing compares times taken
+under the same conditions; each contender's own best or median over all its rounds (the
+*pooled* penalty, how points were judged until 2026-11-28) put the same code up to 1.74 times
+apart idle and 80 times beside two spinners, paired 1.12 and 1.97 (``bench_noise_floor``), and
+its figures are printed beside. First calls are judged on each contender's best call: each is
+a process of its own, whose speed is its own, and pairing them put the same code further apart
+(``PAIRED``). A forced variant slower than ``PRUNE`` times the fastest after a round leaves
+the later rounds (it cannot be the oracle; its time is that of the rounds it ran). Per mode: geometric-mean and maximum
 penalty and the mispredicted share, for the model and for the rule. Targets: geomean at most
 1.05 and maximum at most 1.5 in every mode. The last line reads
 ``ACM: warm X/Y, first-call X/Y, loaded X/Y (geomean/max penalty), mispredicted Z of N``.
@@ -344,7 +344,7 @@ class Point:
         the mode's statistic; on the contenders' times over all their rounds
         (``pooled_penalty``) where the mode does not pair its rounds (``PAIRED``), and for a
         point without rounds (``who`` cut short in its warm-up, or a point made by hand)."""
-        paired = self.paired(who, self._rounds(self.statistic)) if self.pairing else None
+        paired = self._paired_on(self.statistic, who)
         return self.pooled_penalty(who) if paired is None else paired
 
     def pooled_penalty(self, who: str) -> float:
@@ -363,9 +363,9 @@ class Point:
         for seconds at a time, and OpenMP under a load for seconds too, which a contender's
         own best or median over its rounds (``pooled_penalty``) leaves in when its rounds and
         the oracle's fall on different speeds (``bench_noise_floor``: one variant timed as
-        two contenders, beside two spinning processes, 10 rounds: OpenMP's median calls up to
-        62 times apart, paired up to 2.0). Taking the largest over the variants counts noise
-        against the model, never for it."""
+        two contenders, beside two spinning processes: OpenMP's median calls up to 19.6 times
+        apart, paired up to 1.97). Taking the largest over the variants counts noise against
+        the model, never for it."""
         mine = rounds.get(who)
         if not mine:
             return None
@@ -373,8 +373,13 @@ class Point:
                   if name in self.times and theirs]
         return max(ratios) if ratios else None
 
-    def _rounds(self, statistic: str) -> dict[str, list[float]]:
-        return self.round_medians if statistic == "median" else self.round_bests
+    def _paired_on(self, statistic: str, who: str) -> float | None:
+        """``paired`` on the rounds' values of ``statistic``; None where the point does not
+        pair its rounds (``pairing``)."""
+        if not self.pairing:
+            return None
+        return self.paired(who, self.round_medians if statistic == "median"
+                           else self.round_bests)
 
     def ran(self, who: str) -> str:
         """The variant ``who`` (a default kernel) ran in most of its timed calls."""
@@ -392,7 +397,7 @@ class Point:
         own = self.penalty(who)
         if label not in self.times:
             return own
-        forced = self.paired(label, self._rounds(self.statistic)) if self.pairing else None
+        forced = self._paired_on(self.statistic, label)
         return min(own, self.times[label] / self.times[self.oracle] if forced is None
                    else forced)
 
@@ -406,7 +411,7 @@ class Point:
         return self._penalty_of("best", who)
 
     def _penalty_of(self, statistic: str, who: str) -> float | None:
-        paired = self.paired(who, self._rounds(statistic)) if self.pairing else None
+        paired = self._paired_on(statistic, who)
         if paired is not None:
             return paired
         seconds = self.medians if statistic == "median" else self.bests
