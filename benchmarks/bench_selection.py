@@ -45,21 +45,21 @@ timed as what a user gets, ``Cls().kernel`` calls (dispatch included), and so is
 
 Per point, penalty = the choice's time / the oracle's time (kernel level: a kernel of several
 nests is timed as a whole, against the fastest single forced variant; a mix can beat it and
-score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. Warm and loaded
-calls take the ratio round by round (``Point.paired``, ``PAIRED``): against each forced
-variant, the median over the rounds of the choice's time in a round over the variant's in the
-same round, and the largest of these (the choice over the fastest). Within a round every
-contender is timed within a few tenths of a second, while this VM's vCPUs change speed about
-twofold for seconds at a time (and OpenMP's under a load too), so pairing compares times taken
-under the same conditions; each contender's own best or median over all its rounds (the
-*pooled* penalty, how points were judged until 2026-11-28) put the same code up to 1.74 times
-apart idle and 80 times beside two spinners, paired 1.12 and 1.97 (``bench_noise_floor``), and
-its figures are printed beside. First calls are judged on each contender's best call: each is
-a process of its own, whose speed is its own, and pairing them put the same code further apart
-(``PAIRED``). A forced variant slower than ``PRUNE`` times the fastest after a round leaves
-the later rounds (it cannot be the oracle; its time is that of the rounds it ran). Per mode: geometric-mean and maximum
-penalty and the mispredicted share, for the model and for the rule. Targets: geomean at most
-1.05 and maximum at most 1.5 in every mode. The last line reads
+score below 1); a penalty above ``THRESHOLD`` (1.05) is a misprediction. Warm and loaded calls
+take the ratio round by round (``Point.paired``, ``PAIRED``): against each forced variant, the
+median over the rounds of the choice's time in a round over the variant's in the same round,
+and the largest of these (the choice over the fastest). Within a round every contender is timed
+within a few tenths of a second, while this VM's vCPUs change speed about twofold for seconds
+at a time (and OpenMP's under a load too), so pairing compares times taken under the same
+conditions; each contender's own best or median over all its rounds (the *pooled* penalty, how
+points were judged until 2026-11-28) put the same code up to 1.74 times apart idle and 80 times
+beside two spinners, paired 1.12 and 1.97 (``bench_noise_floor``), and its figures are printed
+beside. First calls are judged on each contender's best call: each is a process of its own,
+whose speed is its own, and pairing them put the same code further apart (``PAIRED``). A forced
+variant slower than ``PRUNE`` times the fastest after a round leaves the later rounds (it
+cannot be the oracle; its time is that of the rounds it ran). Per mode: geometric-mean and
+maximum penalty and the mispredicted share, for the model and for the rule. Targets: geomean at
+most 1.05 and maximum at most 1.5 in every mode. The last line reads
 ``ACM: warm X/Y, first-call X/Y, loaded X/Y (geomean/max penalty), mispredicted Z of N``.
 
 A point where the model's penalty comes out above ``THRESHOLD`` is *doubtful*: it is timed
