@@ -160,24 +160,33 @@ def child_env(rule: bool) -> dict[str, str]:
 
 
 CALIBRATE_SCRIPT = """
-from specializers.loopnest.cost import device_calibrate
-from specializers.loopnest.cost.calibrate import ensure
-print(ensure(background=False), end="")
+from specializers.loopnest.cost import calibrate, device_calibrate
+if calibrate.stored_record() is None:
+    calibrate.calibrate(quick=False)
+record = calibrate.stored_record()
+print(calibrate.status() + (f" ({record.note})" if record is not None else ""), end="")
 for backend in device_calibrate.PACKAGES:   # the devices the model may offer, measured once
     if device_calibrate.importable(backend) and device_calibrate.stored_record(backend) is None:
         try:
-            device_calibrate.calibrate(backend, quick=True)
+            device_calibrate.calibrate(backend, quick=False)
         except Exception:  # no device: it is not offered
             pass
-    print(f"; {backend}: {device_calibrate.status(backend)}", end="")
+    record = device_calibrate.stored_record(backend)
+    print(f"; {backend}: {device_calibrate.status(backend)}"
+          + (f" ({record.note})" if record is not None else ""), end="")
 """
 
 
 def ensure_calibration() -> str:
-    """Calibrate the cost model on this machine unless it is (in a child process, the quick
-    calibration a first use makes, before any timing); the model's parameters, in words. A
-    calibration that fails is reported in those words (its error's last line; the model then
-    runs on its defaults), not raised: the choices are still worth measuring."""
+    """Calibrate the cost model on this machine unless it is (in a child process, before any
+    timing: a full calibration, host and devices, as ``python -m specializers.loopnest
+    calibrate`` makes, about a minute); the model's parameters, in words, each record's note
+    saying whether a quick or a full calibration made it. A full one, not the quick one a
+    first use makes: first calls choose between kinds by their first builds, which a quick
+    calibration does not measure (a process's first C build kept its default, 20 ms, where it
+    costs 90 to 135 ms here; see ``MachineParams.compile_first_s``). A calibration that fails
+    is reported in those words (its error's last line; the model then runs on its defaults),
+    not raised: the choices are still worth measuring."""
     env = {k: v for k, v in child_env(False).items() if k != "ASP_CALIBRATE"}
     done = subprocess.run([sys.executable, "-c", CALIBRATE_SCRIPT], cwd=ROOT, env=env,
                           capture_output=True, text=True)

@@ -80,8 +80,12 @@ class MachineParams:
     compile_per_line_s: float = 0.0011
     compile_openmp_s: float = 0.012        # an OpenMP variant's compile beyond serial C's
                                            # (-fopenmp, the outlined regions)
-    compile_first_s: float = 0.02          # the first compiled variant a process builds,
-                                           # beyond a later one (``cost.first_use``)
+    compile_first_s: float = 0.08          # the first compiled variant a process builds,
+                                           # beyond a later one (``cost.first_use``; a quick
+                                           # calibration keeps this default: 0.07 to 0.13 s in
+                                           # five full ones on 2026-11-28, where 0.02 had
+                                           # been measured before the code generation's
+                                           # imports and templates grew)
 
     source: str = ("defaults (a full calibration of the project's development VM: 2-core AMD "
                    "EPYC (Zen 4) under KVM, 32 MiB L3, gcc 12.2 -O3 -march=native, CPython "
