@@ -117,6 +117,9 @@ class _KernelState:
         self.settled_in = -1       # the call that settled it
         self.ran_settled = False   # the last call ran as a settled kernel (``settled``)
         self.judge_mask = SETTLE_EVERY - 1   # judged: the calls with no bit of it set
+        self.usual_from = 0        # judged calls from this one on are usual (``unsettle``)
+        self.renewals = 0          # settlements in a row made by the judgement after an end
+        self.ended = False         # a settlement ended, no call judged since
         self.measured: dict[tuple, Measured] = {}   # call sizes -> their calls' times
         whole = kernel_class.whole
         #: a one-nest method's lane (``whole``), as a warm call reads it: its positional
@@ -132,7 +135,9 @@ class _KernelState:
         if self.settled is settled:
             self.settled = None
             settled.release(self.runners, self._measured(settled.sizes).settlement(settled.times))
-            self.judge_mask = 0   # judged at every call until one is (``settle``)
+            # judged at every call until one is (``settle``); the next SETTLE_EVERY calls are
+            # slower than usual: not measured for the dispatched side (``settled``, the module)
+            self.judge_mask, self.usual_from, self.ended = 0, self.call_id + SETTLE_EVERY, True
 
     def settle(self, owner: "LoopKernel", args: tuple, kwargs: dict, seconds: float) -> None:
         """Settle if this call (of ``seconds``) says it pays (``settled.judge``). A kernel
@@ -142,13 +147,17 @@ class _KernelState:
         ran = [runner for index, runner in enumerate(self.runners)
                if self.ran_in[index] == self.call_id]
         sizes = sizes_of(owner, args)
-        found, judged = judge(ran, sizes, kwargs, self._measured(sizes), seconds)
+        found, judged = judge(ran, sizes, kwargs, self._measured(sizes), seconds,
+                              self.call_id >= self.usual_from)
         if found is not None:
-            self.settled, self.settled_in = found, self.call_id
-            self.judge_mask = SETTLE_EVERY - 1
+            # (settled again by the judgement after an end: for twice as long as the last)
+            self.renewals = self.renewals + 1 if self.ended else 0
+            self.settled, self.settled_in = found.lasting(self.renewals), self.call_id
+            self.judge_mask, self.ended = SETTLE_EVERY - 1, False
         elif judged:   # (a call that probed or built judges nothing: the next one may)
             self.judge_mask = min(max(2 * self.judge_mask + 1, SETTLE_EVERY - 1),
                                   JUDGE_EVERY_MAX - 1)
+            self.renewals, self.ended = 0, False
 
     def _measured(self, sizes: tuple) -> Measured:
         found = self.measured.get(sizes)
@@ -280,8 +289,9 @@ _CLASSES: dict[Any, _KernelClass] = {}
 #: A kernel judges whether to settle (``settled``) every SETTLE_EVERY calls (a power of 2),
 #: and on each call after a settlement ends until one is judged (a call that probes or builds
 #: is not: waiting SETTLE_EVERY calls then cost a tiny kernel a sixth of its settled calls on
-#: a busy machine); after each judgement that does not settle, half as often, down to every
-#: JUDGE_EVERY_MAX calls (a power of 2).
+#: a busy machine; the SETTLE_EVERY calls after an end are judged without measuring their
+#: time, which is not a usual one: see ``settled``); after each judgement that does not
+#: settle, half as often, down to every JUDGE_EVERY_MAX calls (a power of 2).
 SETTLE_EVERY = 32
 JUDGE_EVERY_MAX = 1024
 

@@ -19,7 +19,9 @@ of at most as many elements, or an int at most as large, or of another type (a b
 cannot see, such as a global, is caught by the time check below).
 
 A settled kernel is asked again (a call through the cost model, which may settle it again)
-after ``SETTLED_CALLS`` calls, or at once after a call that took more than ``SLOWER`` times a
+after ``SETTLED_CALLS`` calls (twice as many each time the judgement after a settlement's end
+settles it again, up to ``SETTLED_CALLS_MAX``: below), or at once after a call that took more
+than ``SLOWER`` times a
 settled call's usual time (its prediction, or the measured median of the last settled calls
 where that is longer). The calls it skipped count for the selectors' re-probing schedules, and
 the median time of the last ``SETTLED_SAMPLES`` settled calls (this settlement's and the
@@ -28,8 +30,8 @@ predictions: the median, not the last call, and over settlements, not this one's
 a settlement that one slow call ended (its first, a preemption) would otherwise report that
 outlier as the original code's time, and on a busy machine the model would learn to believe
 the original code slower than it is, and stop settling. Running the original code is always
-exact, so settling can cost time, never correctness: at most ``SETTLED_CALLS`` calls of a
-choice gone stale.
+exact, so settling can cost time, never correctness: at most ``SETTLED_CALLS_MAX`` calls of
+a choice gone stale.
 
 **Measured, not only predicted.** The two sides of the comparison are fixed costs of a few
 hundred nanoseconds each, which the calibration measures for a typical kernel, not for this
@@ -41,7 +43,23 @@ settlement is not judged (the next one is): it switches back from the original c
 nests' variants, and took up to four times their usual time (jacobi on 4 x 4: 15 to 28 us,
 against 4.5), so the judged calls, all of them such calls while a kernel kept settling,
 measured dispatching as slower than it is, and jacobi stayed settled at 1.4 to 1.8 times
-serial C's time in five of eight benchmark processes. Where it has both, the
+serial C's time in five of eight benchmark processes. Nor are the calls soon after it usual:
+fbcorr on 4 x 4 images, called back to back on this project's VM, took 80 to 180 us at the
+end and 20 to 60 us a call for the next dozen or more, where its dispatched calls take 3.4
+us and its settled ones 5; judged at the call after the end, as until 2026-11-28, each such
+call settled the kernel again, so the dispatched side only ever measured them, and the
+selection benchmark's fbcorr on 4 x 4 ran its original code in all its 2440 loaded calls at
+1.6 times serial C's time. So a call within ``SETTLE_EVERY`` calls after a settlement's end
+(``kernel``: ``usual_from``) is still judged at once, but on the measurements as they stand
+(or the predictions), its own time not recorded: the dispatched side measures only calls
+judged later, as a kernel never settled is judged every ``SETTLE_EVERY`` calls (where a
+settlement was measured and fewer than ``MIN_DISPATCHED`` such calls were, the kernel stays
+dispatched until they are: ``Measured.gathering``; once per call sizes). (Waiting that
+many calls before judging cost a kernel whose settling pays a third of its gain where loads
+ended settlements early.) And each end costs its slow calls: so each time the judgement after
+an end settles the kernel again, its settlement lasts twice as long as the last
+(``SETTLED_CALLS`` doubling up to ``SETTLED_CALLS_MAX``), and a judgement that does not settle
+it starts the lengths over. Where it has both, the
 measurements decide, not the predictions, for ``MEASURED_JUDGEMENTS`` judgements after the
 settlement that measured them (then the predictions decide again, and a settlement they make
 measures anew: a machine's load changes).
@@ -58,8 +76,11 @@ from numpy import ndarray
 from .cost.estimates import ORIGINAL
 from .cost.machine import machine
 
-#: Calls a settled kernel runs as its original code before it asks the cost model again.
+#: Calls a settled kernel runs as its original code before it asks the cost model again (the
+#: first settlement: each one the judgement after an end makes lasts twice the last, up to
+#: SETTLED_CALLS_MAX).
 SETTLED_CALLS = 64
+SETTLED_CALLS_MAX = 1024
 #: A settled call slower than this many times its prediction ends the settlement.
 SLOWER = 4.0
 #: The judged calls' times kept per call sizes (their median is the dispatched side).
@@ -103,6 +124,12 @@ class Measured:
         self.settled_s, self.judgements = median_high(self.settled), 0
         return self.settled_s
 
+    @property
+    def gathering(self) -> bool:
+        """Whether a settlement was measured but too few usual dispatched calls for a verdict
+        (which can be drawn at all: ``MIN_DISPATCHED`` within ``DISPATCHED_SAMPLES``)."""
+        return self.settled_s > 0 and len(self.dispatched) < MIN_DISPATCHED <= DISPATCHED_SAMPLES
+
     def verdict(self) -> bool | None:
         """Whether settling is faster, as measured (None: not measured enough)."""
         if not self.settled_s or len(self.dispatched) < MIN_DISPATCHED or \
@@ -139,6 +166,12 @@ class Settled:
         """The settlement of a call of ``sizes`` (``sizes_of``)."""
         limits, attributes = sizes
         return cls(limits, attributes, seconds, shares)
+
+    def lasting(self, renewals: int) -> "Settled":
+        """This settlement, for ``SETTLED_CALLS`` calls doubled ``renewals`` times (at most
+        ``SETTLED_CALLS_MAX``)."""
+        self.left = min(SETTLED_CALLS << min(renewals, 16), SETTLED_CALLS_MAX)
+        return self
 
     @property
     def sizes(self) -> tuple:
@@ -195,13 +228,14 @@ class Settled:
 
 
 def judge(ran: list, sizes: tuple, kwargs: dict, measured: Measured,
-          seconds: float) -> "tuple[Settled | None, bool]":
+          seconds: float, usual: bool = True) -> "tuple[Settled | None, bool]":
     """(the settlement a call of ``sizes`` (``sizes_of``) that took ``seconds`` earns, or
     None; whether the call was judged at all). ``ran`` are the runners of the nests that ran
     in it. No nest may be probing or building (then the call is not judged); running them all
     as the original code, plus a settled call's own cost, must cost less than those choices
     with the dispatch each nest pays: as ``measured`` where every choice is stable (this
-    call's time is added to it), or where it does not tell, as predicted (see the module)."""
+    call's time is added to it, where ``usual``: not soon after a settlement's end), or where
+    it does not tell, as predicted (see the module)."""
     if kwargs:
         return None, False
     m = machine()
@@ -232,7 +266,10 @@ def judge(ran: list, sizes: tuple, kwargs: dict, measured: Measured,
     original += m.settled_call_ns * 1e-9
     verdict = None
     if stable:
-        measured.record(seconds)
+        if usual:
+            measured.record(seconds)
+        elif measured.gathering:   # (settling again on the predictions, it never would
+            return None, False     # measure the dispatched side: the next calls are judged)
         verdict = measured.verdict()
     settles = original <= chosen if verdict is None else verdict
     if not settles:

@@ -220,6 +220,7 @@ def test_the_call_that_ends_a_settlement_is_not_judged_the_next_one_is(params, m
         return found, was
 
     monkeypatch.setattr(kernel_module, "judge", judge)
+    monkeypatch.setattr(settled, "SETTLED_CALLS_MAX", settled.SETTLED_CALLS)   # (ends to see)
     until_settled(kernel, 4)
     ran = []
     calls = 4 * (settled.SETTLED_CALLS + 2)
@@ -335,6 +336,54 @@ def test_settled_calls_measured_slower_than_dispatched_ones_end_settling(params,
     settlements = sum(1 for before, after in zip(records, records[1:])
                       if after.settled and not before.settled)
     assert settlements <= settled.MIN_DISPATCHED   # (one more dispatched call timed each)
+
+
+def test_the_slow_calls_after_a_settlements_end_do_not_keep_it_settled(params, measured_too,
+                                                                        monkeypatch):
+    """The calls soon after a settlement's end are slower than usual ones (fbcorr on 4 x 4
+    images: 20 to 60 us a call for a dozen calls, where usual ones take 3.4 and settled ones
+    5). Here each settled call is measured at a second (injected) and each dispatched call
+    within SETTLE_EVERY calls after a settled one at a thousand: judged on those, the kernel
+    went on settling; its usual dispatched calls decide, and it stops."""
+    params()
+    monkeypatch.setattr(settled, "median_high", lambda times: 1.0)
+    real = kernel_module.judge
+    kernel = Add()
+    last_settled = [-(1 << 30)]
+
+    def judge(ran, sizes, kwargs, measured, seconds, *rest):
+        state = kernel._asp_current
+        if state.call_id - last_settled[0] <= kernel_module.SETTLE_EVERY:
+            seconds = 1e3
+        return real(ran, sizes, kwargs, measured, seconds, *rest)
+
+    monkeypatch.setattr(kernel_module, "judge", judge)
+    until_settled(kernel, 4)
+    records = []
+    for _ in range(2000):
+        (record,) = call(kernel, 4)
+        if record.settled:
+            last_settled[0] = kernel._asp_current.call_id
+        records.append(record)
+    assert not any(r.settled for r in records[-1000:]), \
+        "".join("s" if r.settled else "." for r in records)
+    (measured,) = kernel._asp_current.measured.values()
+    assert all(t < 1.0 for t in measured.dispatched)   # (none soon after an end recorded)
+
+
+def test_a_settlement_renewed_after_its_end_lasts_twice_as_long(params):
+    params(dispatch_ns=1e6)   # settling always pays
+    kernel = Add()
+    until_settled(kernel, 4)
+    runs, length = [], 0
+    for record in call(kernel, 4, 3000):
+        if record.settled:
+            length += 1
+        elif length:
+            runs.append(length)
+            length = 0
+    assert max(runs) > 2 * settled.SETTLED_CALLS, runs   # (a preempted call ends one early)
+    assert max(runs) <= settled.SETTLED_CALLS_MAX, runs
 
 
 def test_measured_times_decide_both_ways(monkeypatch):
