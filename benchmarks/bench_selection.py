@@ -161,19 +161,21 @@ def child_env(rule: bool) -> dict[str, str]:
 
 CALIBRATE_SCRIPT = """
 from specializers.loopnest.cost import calibrate, device_calibrate
+
+def noted(record):   # which kind of calibration made the record
+    return "" if record is None else f" ({record.note})"
+
 if calibrate.stored_record() is None:
     calibrate.calibrate(quick=False)
-record = calibrate.stored_record()
-print(calibrate.status() + (f" ({record.note})" if record is not None else ""), end="")
+print(calibrate.status() + noted(calibrate.stored_record()), end="")
 for backend in device_calibrate.PACKAGES:   # the devices the model may offer, measured once
     if device_calibrate.importable(backend) and device_calibrate.stored_record(backend) is None:
         try:
             device_calibrate.calibrate(backend, quick=False)
         except Exception:  # no device: it is not offered
             pass
-    record = device_calibrate.stored_record(backend)
     print(f"; {backend}: {device_calibrate.status(backend)}"
-          + (f" ({record.note})" if record is not None else ""), end="")
+          + noted(device_calibrate.stored_record(backend)), end="")
 """
 
 
@@ -184,7 +186,7 @@ def ensure_calibration() -> str:
     saying whether a quick or a full calibration made it. A full one, not the quick one a
     first use makes: first calls choose between kinds by their first builds, which a quick
     calibration does not measure (a process's first C build kept its default, 20 ms, where it
-    costs 90 to 135 ms here; see ``MachineParams.compile_first_s``). A calibration that fails
+    cost 70 to 130 ms here; see ``MachineParams.compile_first_s``). A calibration that fails
     is reported in those words (its error's last line; the model then runs on its defaults),
     not raised: the choices are still worth measuring."""
     env = {k: v for k, v in child_env(False).items() if k != "ASP_CALIBRATE"}
