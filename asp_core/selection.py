@@ -112,7 +112,14 @@ MAX_CORRECTION = 1e4
 #: the first time at call FIRST_PROBE (a prior is least certain before any measurement).
 PROBE_EVERY = 16
 FIRST_PROBE = 3
+#: The period doubles up to PROBE_MAX_PERIOD calls, or, where that many calls of the choice
+#: take less than PROBE_MAX_WAIT_S, up to as many as take that long (PROBE_MAX_PERIOD_TINY at
+#: most): each due point makes the choice again, a path the warm calls no longer keep in the
+#: caches (30 to 60 us on the development VM, against 5 to 10 in a loop), which every 1024
+#: calls of a 3 us call cost it 2% of its time (``_max_period``).
 PROBE_MAX_PERIOD = 1024
+PROBE_MAX_PERIOD_TINY = 4096
+PROBE_MAX_WAIT_S = 0.02
 #: ...if its corrected prediction is within this factor of the choice's.
 PROBE_WITHIN = 3.0
 #: ...or, once per size class, a variant never measured there, within this factor; and every
@@ -525,10 +532,10 @@ class Selector:
                 # point is not counted, so a far look stays the one it was)
                 self._probes -= 1
                 per_call = max(times[best.label], 1e-9)
-                self._next_probe = self._calls + max(1, min(PROBE_MAX_PERIOD, math.ceil(
+                self._next_probe = self._calls + max(1, min(_max_period(per_call), math.ceil(
                     (cost / PROBE_SHARE - self._spent) / per_call)))
             else:
-                self._period = min(self._period * 2, PROBE_MAX_PERIOD)
+                self._period = min(self._period * 2, _max_period(times[best.label]))
                 self._spent = 0.0
                 return Decision(runner_up.label, False, None,
                                 f"{runner_up.label} (re-probing the runner-up of "
@@ -571,6 +578,16 @@ class Selector:
                 0 < found.samples < COLD_SAMPLES:
             return FAR   # (fewer measurements than a cold start takes: see "Cold calls")
         return NONE
+
+
+def _max_period(seconds: float) -> int:
+    """The longest re-probing period (calls) for a choice of ``seconds`` a call: see
+    ``PROBE_MAX_PERIOD``. The bound in time keeps what a stale choice costs in time where the
+    calls are tiny, and the bound in calls where they are long."""
+    period = PROBE_MAX_PERIOD
+    while period < PROBE_MAX_PERIOD_TINY and 2 * period * seconds <= PROBE_MAX_WAIT_S:
+        period *= 2
+    return period
 
 
 def settled_choice() -> tuple[Selector, Estimate]:

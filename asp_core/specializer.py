@@ -603,8 +603,11 @@ TIMING_COST_S = 0.5e-6
 #: The share of a fast path's time that timing its calls may cost, on average: one call in
 #: ``_timing_period`` is timed.
 TIMING_SHARE = 0.01
-#: ...and at least one call in this many (a power of 2).
-TIMING_PERIOD_MAX = 64
+#: ...and at least one call in this many (a power of 2). (64 until 2026-11-28: a timed call of
+#: hilbert on 8 x 8, 3.4 us, took 2 to 4 us more in the kernel's calls on the development VM,
+#: where ``timing_cost`` measures 1.1 to 1.6 in a loop; one in 64 of them cost the kernel 1.5%
+#: of its time, one in 256 a quarter of that.)
+TIMING_PERIOD_MAX = 256
 
 
 def _timing_period(seconds: float) -> int:
@@ -612,8 +615,8 @@ def _timing_period(seconds: float) -> int:
     call from ``timing_cost() / TIMING_SHARE`` up (50 us where timing costs 0.5 us); fewer
     below, so that timing costs at most ``TIMING_SHARE`` of the calls' time, down to one in
     ``TIMING_PERIOD_MAX`` (a call of a microsecond: timing every call would add half of its
-    time; a variant slower than thought is still seen within a few hundred calls, a fraction
-    of a millisecond)."""
+    time; a variant slower than thought is still seen within a few hundred calls, about a
+    millisecond)."""
     cost = timing_cost()
     period = 1
     while period < TIMING_PERIOD_MAX and period * TIMING_SHARE * seconds < cost:

@@ -107,6 +107,30 @@ def test_re_probing_costs_at_most_its_share_of_the_time(seconds, ratio):
     assert "omp" not in labels[:paid]
 
 
+@pytest.mark.parametrize("seconds, longest", [
+    (1e-6, selection.PROBE_MAX_PERIOD_TINY),   # 4096 calls take 4 ms
+    (3e-6, 4096),                              # ...12 ms
+    (8e-6, 2048),                              # 4096 take 33 ms: 2048, 16 ms
+    (20e-6, selection.PROBE_MAX_PERIOD),       # 2048 take 41 ms
+    (1e-3, selection.PROBE_MAX_PERIOD)])
+def test_the_re_probing_period_of_a_tiny_choice_is_bounded_in_time(seconds, longest):
+    """Each due point makes the choice again (tens of microseconds where it runs that
+    rarely): the period grows past ``PROBE_MAX_PERIOD`` calls where that many calls take
+    under ``PROBE_MAX_WAIT_S``, up to as many as take that long, ``PROBE_MAX_PERIOD_TINY`` at
+    most; longer calls keep the bound in calls. (Until 2026-11-28 every choice stopped at
+    1024 calls, which cost a 3.4 us call 2% of its time.)"""
+    s = Selector()
+    estimates = (est("c", seconds), est("omp", 2 * seconds))
+    periods = set()
+    for _ in range(40_000):
+        d = s.choose(estimates)
+        s.observe(next(e for e in estimates if e.label == d.label),
+                  seconds * (2 if d.label == "omp" else 1))
+        periods.add(s._period)
+    assert max(periods) == longest
+    assert selection._max_period(seconds) == longest
+
+
 def test_fixed_costs_are_not_corrected():
     s = Selector()
     e = est("python", 1e-3, fixed_s=5e-3)
