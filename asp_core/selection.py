@@ -49,6 +49,18 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   paying the wake-up, the calls that chose it measure that, and the choice moves back.) The
   switch's own cost, where the model knows it (``Estimate.switch_s``), counts in a probe's
   cost.
+* **Idle gaps.** A call after the nest sat idle (no timed call of it for ``IDLE_S``) pays for
+  waking the machine: an OpenMP team's threads gone to sleep, on a virtual machine an idle
+  vCPU the host took back (500 to 800 us on this project's VM, for OpenMP calls of 35 us). Where
+  calls come in bursts, that is a cost of each burst, not of each call: so a timed call after
+  an idle gap, where the timed call before it was not, is not measured if it ran slower than
+  its correction says (``observe``: ``idle``); one that ran faster is. Calls spaced out, each
+  after a gap, are measured (the one before each was idle too): a variant slower when called
+  that way is left. (The selection benchmark's warm rounds are such bursts, 20 ms each, tens
+  of milliseconds apart: the first OpenMP calls of a burst, 600 to 800 us against 35, made the
+  model leave OpenMP at the start of bursts, its probes then ran in the slow spells that
+  followed, and conv2d on 128 x 128 ran serial C in 980 of its 1010 timed calls where OpenMP
+  was 1.4 times faster.)
 * **Building.** A variant that is not built costs its build time first. The choice is made as a
   rent-or-buy (ski rental) problem: if building and running the best variant costs no more
   than running the best built one now, it is built now; otherwise the call runs the best built
@@ -152,6 +164,11 @@ EPOCH_STEP = 0.25
 #: A call predicted under this that switches variants is not measured; a probe of such a
 #: variant runs twice in a row (see "Switching" above).
 WARMUP_S = 1e-3
+#: A timed call this long after the last one ended comes after an idle gap (see "Idle gaps").
+#: Timed calls of a stable choice are about 0.16 ms of calls apart at most (one in
+#: ``asp_core.specializer._timing_period``: timing costs 1% of their time), so a gap this long
+#: is not the calls between them.
+IDLE_S = 2e-3
 
 
 @dataclass(frozen=True)
@@ -225,6 +242,8 @@ class Selector:
         self.pinned: str | None = None   # a variant chosen whatever the estimates (pin())
         self._previous: str | None = None    # the label of the last decision
         self._unmeasured: str | None = None  # a switch call of this label is not measured
+        self._idle = False   # the last timed call came after an idle gap ("Idle gaps")
+        self._gap = False    # ...and the one ``observe`` is told of next (``after_gap``)
         self._repeat: tuple | None = None    # (estimates, decision): a probe's second call
         self._confirm: str | None = None     # a variant whose last probe ran faster than
         # thought: the next due probe runs it, however far it is (see "Recovery")
@@ -265,8 +284,13 @@ class Selector:
         found = self._corrections.get((label, size_class))
         return found is not None and found.samples > 0
 
+    def after_gap(self, idle: bool) -> None:
+        """Whether the call whose time ``observe`` is told next came after an idle gap (see
+        "Idle gaps" in the module; the dispatcher knows when calls start and end)."""
+        self._gap = idle
+
     def observe(self, estimate: Estimate, measured_s: float,
-                report: bool = False) -> bool:
+                report: bool = False, idle: bool | None = None) -> bool:
         """A call of ``estimate.label`` took ``measured_s`` seconds. Returns whether it
         surprised the model (a factor ``SURPRISE`` from its correction, twice in a row in one
         direction): the dispatcher then stops skipping the choice, and re-probing starts over
@@ -279,9 +303,17 @@ class Selector:
         the median of many calls), which counts whole: neither the switch-call rule nor the
         sampling of a settled correction drops it (they dropped three reports in four where
         the original code's correction rested on 16 measurements, and a settled kernel slower
-        than its correction went on being predicted at it)."""
+        than its correction went on being predicted at it). ``idle``: the call came after an
+        idle gap ("Idle gaps" in the module; None: as ``after_gap`` said): where the timed
+        call before it did not, and it ran slower than its correction says, it is not
+        measured."""
+        if idle is None:
+            idle, self._gap = self._gap, False
         if estimate.seconds <= 0 or measured_s <= 0:
             return False
+        woke = False
+        if not report:   # (a settlement's report is no call: the calls' pattern stays)
+            woke, self._idle = idle and not self._idle, idle
         if not report and self._unmeasured is not None and estimate.label == self._unmeasured:
             self._unmeasured = None   # a switch call (see "Switching" in the module)
             return False
@@ -293,6 +325,8 @@ class Selector:
         ratio = MAX_CORRECTION if ratio > MAX_CORRECTION else \
             1 / MAX_CORRECTION if ratio < 1 / MAX_CORRECTION else ratio
         surprise = math.log(ratio) - entry.log_ratio
+        if woke and entry.samples and surprise > 0:
+            return False   # the first call of a burst: waking the machine (see "Idle gaps")
         surprised = entry.samples > 0 and abs(surprise) > SURPRISE
         chosen = estimate.label == self._last_choice
         if not surprised and entry.samples >= SETTLED and not report and chosen:

@@ -41,7 +41,7 @@ from . import gc_pause
 from .errors import (AspError, BackendUnavailable, CacheError, CompileError,
                      SpecializationError, UnsupportedArgument, UnsupportedConstruct)
 from .lru import LRUCache
-from .selection import NEVER, Decision, Estimate, Selector, settled_choice
+from .selection import IDLE_S, NEVER, Decision, Estimate, Selector, settled_choice
 from .signature import signature_of
 
 log = logging.getLogger("asp")
@@ -205,6 +205,7 @@ class Specializer:
         self.last_estimate: Estimate | None = None
         self._vouched: Hashable | None = None   # the signature ``guarded`` was told last
         self.last_measured_s: float | None = None
+        self._ended = 0.0   # when the last timed call ended (``observed``)
         self.name = getattr(func, "__qualname__", repr(func))
 
     # -- hooks -------------------------------------------------------------------------------
@@ -274,6 +275,15 @@ class Specializer:
             return
         if self.selector.observe(estimate, seconds):
             self._end_fast()
+
+    def _timed(self, estimate: Estimate, variant: Variant, started: float) -> None:
+        """A timed call of ``variant`` that started at ``started`` (``time.perf_counter``) is
+        over: ``observed``, the selector told first whether the call came after an idle gap
+        (``selection.IDLE_S`` since the last timed call ended: ``Selector.after_gap``)."""
+        ended = time.perf_counter()
+        self.selector.after_gap(started - self._ended > IDLE_S)
+        self._ended = ended
+        self.observed(estimate, ended - started, variant)
 
     def _end_fast(self) -> None:
         """End the fast path: the next call chooses again."""
@@ -384,7 +394,7 @@ class Specializer:
             return found.run(*args)   # the specializer reports the time (``observed``)
         started = time.perf_counter()
         result = found.run(*args)
-        self.observed(decision.estimate, time.perf_counter() - started, found)
+        self._timed(decision.estimate, found, started)
         return result
 
     def _run_again(self, fast: list, args: Sequence[Any], due: bool | None = None) -> Any:
@@ -403,7 +413,7 @@ class Specializer:
             return found.run(*args)
         started = time.perf_counter()
         result = found.run(*args)
-        self.observed(estimate, time.perf_counter() - started, found)
+        self._timed(estimate, found, started)
         return result
 
     def _run_selected_slowly(self, sig: Hashable, args: Sequence[Any], kwargs: dict,
@@ -441,7 +451,7 @@ class Specializer:
             return found.run(*args)
         started = time.perf_counter()
         result = found.run(*args)
-        self.observed(decision.estimate, time.perf_counter() - started, found)
+        self._timed(decision.estimate, found, started)
         return result
 
     def _failed(self, sig: Hashable, label: str) -> bool:
