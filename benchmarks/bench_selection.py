@@ -129,6 +129,7 @@ PAIRED = {"warm": True, "first-call": False, "loaded": True}
 THRESHOLD = 1.05          # a penalty above this is a misprediction
 TARGET_GEOMEAN, TARGET_MAX = 1.05, 1.5
 PRUNE = 2.0               # a forced variant this much slower than the fastest leaves the rounds
+MIN_PAIRED = 3            # ...and is paired with where it shares this many rounds (``paired``)
 MIN_WARM, MAX_WARM, STABLE = 3, 10, 3   # warm-up calls of the default kernels
 WARM_BUDGET_S = 3.0       # ...fewer past this long, once MIN_WARM calls are made
 WARM_BURST_S = 0.1        # ...then back to back this long, where a call takes under a tenth
@@ -368,6 +369,13 @@ class Point:
         each forced variant, the median, over the rounds both ran, of ``who``'s value in the
         round over the variant's in the same round; the largest of these (the variant ``who``
         loses most against: ``x / min(v) == max(x / v)``). None where ``who`` has no rounds.
+        A variant pruned from the later rounds (``PRUNE``: at least twice the fastest's time
+        in its last round) counts where it shares ``MIN_PAIRED`` rounds with ``who`` (or all of
+        ``who``'s), or is the oracle: else its "median" is one round, the one round where
+        ``who``'s own bad round is not outweighed by the others (loaded, conv2d at 32: the
+        model's first round, OpenMP beside the spinners, 517 us against serial C's 8; paired
+        with serial C over ten rounds 1.06, with OpenCL, 31 times serial C's time and pruned
+        after that round, 2.06, the point's penalty until 2026-11-28).
 
         A round times every contender within a few tenths of a second, so each ratio compares
         two times taken under the same conditions: this VM's vCPUs change speed about twofold
@@ -380,8 +388,11 @@ class Point:
         mine = rounds.get(who)
         if not mine:
             return None
+        oracle = self.oracle if self.times else None
+        enough = min(MIN_PAIRED, len(mine))
         ratios = [paired_ratio(mine, theirs) for name, theirs in rounds.items()
-                  if name in self.times and theirs]
+                  if name in self.times and theirs and
+                  (min(len(theirs), len(mine)) >= enough or name == oracle)]
         return max(ratios) if ratios else None
 
     def _paired_on(self, statistic: str, who: str) -> float | None:

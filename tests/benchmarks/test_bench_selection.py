@@ -189,6 +189,26 @@ def test_penalties_pair_each_round_with_the_same_round_of_the_variants():
         "(geomean/max penalty)")
 
 
+def test_a_variant_pruned_after_a_round_does_not_judge_the_point_on_that_round_alone():
+    """A variant pruned after its first round (twice the fastest's time or more) is paired
+    with the model on that one round: where the model's first round was its bad one, that
+    ratio was the point's penalty, though against the fastest variant, over all rounds, the
+    model lost little (loaded conv2d at 32, 2.06 against OpenCL's one round, 1.06 against
+    serial C's ten). It counts only where it shares ``MIN_PAIRED`` rounds, or is the oracle."""
+    model = [517.0] + [8.0] * 9
+    point = Point("conv2d", 32, times={"c": 7.7, "opencl": 250.8},
+                  round_bests={"c": [8.1] + [7.7] * 9, "opencl": [250.8], DEFAULT: model})
+    assert point.penalty(DEFAULT) == pytest.approx(8.0 / 7.7)
+    assert point.paired(DEFAULT, {"opencl": [250.8], DEFAULT: model}) is None
+    # the oracle counts however few rounds it shares: here the pruned one is the fastest
+    point.times = {"c": 300.0, "opencl": 250.8}
+    assert point.penalty(DEFAULT) == pytest.approx(517.0 / 250.8)
+    # a model with fewer rounds than MIN_PAIRED pairs with every variant on what it has
+    point.times = {"c": 7.7, "opencl": 250.8}
+    point.round_bests[DEFAULT] = [517.0]
+    assert point.penalty(DEFAULT) == pytest.approx(517.0 / 8.1)
+
+
 def test_the_penalty_is_against_the_variant_the_choice_loses_most_to():
     """``x / min(v) == max(x / v)``: paired with each forced variant, the largest ratio; the
     plain-Python rounds pair too; a point without rounds is judged on its times."""
