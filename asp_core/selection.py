@@ -54,9 +54,9 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   vCPU the host took back (500 to 800 us on this project's VM, for OpenMP calls of 35 us). Where
   calls come in bursts, that is a cost of each burst, not of each call: so a timed call after
   an idle gap, where the timed call before it was not, is not measured if it ran slower than
-  its correction says (``observe``: ``idle``); one that ran faster is. Calls spaced out, each
-  after a gap, are measured (the one before each was idle too): a variant slower when called
-  that way is left. (The selection benchmark's warm rounds are such bursts, 20 ms each, tens
+  its correction says (``after_gap``, then ``observe``); one that ran faster is. Calls spaced
+  out, each after a gap, are measured (the one before each was idle too): a variant slower
+  when called that way is left. (The selection benchmark's warm rounds are such bursts, 20 ms each, tens
   of milliseconds apart: the first OpenMP calls of a burst, 600 to 800 us against 35, made the
   model leave OpenMP at the start of bursts, its probes then ran in the slow spells that
   followed, and conv2d on 128 x 128 ran serial C in 980 of its 1010 timed calls where OpenMP
@@ -290,7 +290,7 @@ class Selector:
         self._gap = idle
 
     def observe(self, estimate: Estimate, measured_s: float,
-                report: bool = False, idle: bool | None = None) -> bool:
+                report: bool = False) -> bool:
         """A call of ``estimate.label`` took ``measured_s`` seconds. Returns whether it
         surprised the model (a factor ``SURPRISE`` from its correction, twice in a row in one
         direction): the dispatcher then stops skipping the choice, and re-probing starts over
@@ -303,12 +303,10 @@ class Selector:
         the median of many calls), which counts whole: neither the switch-call rule nor the
         sampling of a settled correction drops it (they dropped three reports in four where
         the original code's correction rested on 16 measurements, and a settled kernel slower
-        than its correction went on being predicted at it). ``idle``: the call came after an
-        idle gap ("Idle gaps" in the module; None: as ``after_gap`` said): where the timed
-        call before it did not, and it ran slower than its correction says, it is not
-        measured."""
-        if idle is None:
-            idle, self._gap = self._gap, False
+        than its correction went on being predicted at it). A call that came after an idle
+        gap (``after_gap``), where the timed call before it did not, is not measured if it
+        ran slower than its correction says ("Idle gaps" in the module)."""
+        idle, self._gap = self._gap, False
         if estimate.seconds <= 0 or measured_s <= 0:
             return False
         woke = False
