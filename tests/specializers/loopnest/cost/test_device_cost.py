@@ -322,6 +322,9 @@ def device_store(tmp_path, monkeypatch):
     monkeypatch.delenv("ASP_OPENCL_DEVICE", raising=False)
     device_calibrate.clear_cache()
     monkeypatch.setattr(device_calibrate, "importable", lambda backend: backend == "opencl")
+    # (a background calibration an earlier test of this process started, for its own cache
+    # folder, is not this test's: ``status`` said "calibrating" where xdist ran one before)
+    monkeypatch.setattr(device_calibrate, "_STARTED", set())
     yield
     device_calibrate.clear_cache()
 
