@@ -79,13 +79,15 @@ def cores():
 
 def parallel(args):
     """pytest-xdist's options for the test suite: a worker per core (at most MAX_WORKERS), each
-    taking whole files (a file's tests share what they measured: ``--dist loadfile``); none
+    taking whole files (a file's tests share what they measured: ``--dist loadfile``) in the
+    order the collection leaves them (the longest first: ``tests/conftest.py``); none
     with one core, or where the arguments choose (``-n``, ``-p no:xdist``)."""
     if any(a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses="))
            for a in args):
         return []
     workers = min(cores(), MAX_WORKERS)
-    return ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []
+    return ["-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"] \
+        if workers > 1 else []
 
 
 def main(argv):

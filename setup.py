@@ -58,7 +58,7 @@ setup(
     extras_require={
         "cuda": ["pycuda>=2022.2"],
         "opencl": ["pyopencl>=2022.1"],
-        "test": ["pytest>=7", "pytest-xdist>=3", "hypothesis>=6.80", "setuptools>=64", "wheel",
+        "test": ["pytest>=7", "pytest-xdist>=3.8", "hypothesis>=6.80", "setuptools>=64", "wheel",
                  "matplotlib>=3.7", "dask[array]>=2023.1", "distributed>=2023.1"],
         "bench": ["numba>=0.58", "matplotlib>=3.7"],
         "dask": ["dask[array]>=2023.1", "distributed>=2023.1"],

@@ -22,6 +22,7 @@ from typing import Any, Iterator, TypeVar
 from .errors import SourceLocation
 
 N = TypeVar("N", bound="Node")
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}   # per node class (``Node.field_names``)
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,14 @@ class Node:
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
-        """Data fields in declaration order (``loc`` excluded)."""
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "loc")
+        """Data fields in declaration order (``loc`` excluded); read once per class (the
+        analyses walk trees of thousands of nodes: ``dataclasses.fields`` on every visit
+        took a tenth of a generated kernel's analysis and code generation)."""
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls)
+                                              if f.name != "loc")
+        return names
 
     def fields(self) -> Iterator[tuple[str, Any]]:
         for name in self.field_names():
@@ -41,7 +48,8 @@ class Node:
 
     def children(self) -> Iterator["Node"]:
         """Direct child nodes, in field order (nodes inside tuples included)."""
-        for _, value in self.fields():
+        for name in self.field_names():
+            value = getattr(self, name)
             if isinstance(value, Node):
                 yield value
             elif isinstance(value, tuple):

@@ -37,8 +37,9 @@ def test_the_test_command_runs_a_worker_per_core_unless_told_otherwise(monkeypat
     finally:
         sys.path.remove(str(ROOT))
     monkeypatch.setattr(run, "cores", lambda: 2)
-    assert run.parallel([]) == ["-n", "2", "--dist", "loadfile"]
-    assert run.parallel(["-x", "tests/test_run.py"]) == ["-n", "2", "--dist", "loadfile"]
+    whole_files = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
+    assert run.parallel([]) == whole_files
+    assert run.parallel(["-x", "tests/test_run.py"]) == whole_files
     for chosen in (["-n", "3"], ["-n3"], ["--numprocesses=3"], ["-p", "no:xdist"]):
         assert run.parallel(chosen) == []
     monkeypatch.setattr(run, "cores", lambda: 64)
@@ -46,3 +47,18 @@ def test_the_test_command_runs_a_worker_per_core_unless_told_otherwise(monkeypat
     monkeypatch.setattr(run, "cores", lambda: 1)
     assert run.parallel([]) == []
     assert 1 <= run.cores()
+
+
+def test_the_files_marked_slow_are_collected_first():
+    """The workers take whole files in the collection's order (``--no-loadscope-reorder``):
+    a file marked ``slow`` comes before the others, whatever its name."""
+    loopnest = "tests/specializers/loopnest"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         f"{loopnest}/test_settled.py", f"{loopnest}/test_tiling.py"],
+        cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = [line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line]
+    assert files and files[0].endswith("test_tiling.py") and files[-1].endswith("test_settled.py")
+    first_settled = files.index(f"{loopnest}/test_settled.py")
+    assert all(f.endswith("test_tiling.py") for f in files[:first_settled])

@@ -17,6 +17,8 @@ from specializers.loopnest.checking.random_nests import make_arrays, random_nest
 from .generators import typed_kernels
 from .helpers import check_generated, close
 
+pytestmark = pytest.mark.slow   # the suite starts it first (the generated kernels: about five minutes here)
+
 COUNT = {"c": 0, "openmp": 0}
 
 

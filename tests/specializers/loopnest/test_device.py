@@ -10,8 +10,6 @@ import warnings
 
 import numpy as np
 import pytest
-import hypothesis
-from hypothesis import HealthCheck, given, settings
 
 from benchmarks.selection_worker import CASES, _example
 from specializers.loopnest import LoopKernel
@@ -20,8 +18,9 @@ from specializers.loopnest.checking.random_nests import random_nest
 from specializers.loopnest.codegen.device import device_module
 from specializers.loopnest.variants import BeyondInt64
 
-from .generators import typed_kernels
-from .helpers import check_generated, close, mark_root_loop_parallel, random_kernel
+from .helpers import close, mark_root_loop_parallel, random_kernel
+
+pytestmark = pytest.mark.slow   # the suite starts it first (about two and a half minutes here)
 
 
 def _opencl_missing() -> str | None:
@@ -78,61 +77,7 @@ def test_examples(case, backend):
     assert all(n.backend == backend and n.fallback is None for n in kernel.last_call.nests)
 
 
-# -- generated kernels and random affine nests ----------------------------------------------------
-
-COUNT = {"opencl": 0, "cuda-emulated": 0}
-
-
-def check(source: str, backend: str) -> None:
-    COUNT[backend] += check_generated(source, backend)
-
-
-@needs_opencl
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(typed_kernels())
-def test_generated_kernels_in_opencl(source):
-    check(source, "opencl")
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(typed_kernels())
-def test_generated_kernels_in_emulated_cuda(source):
-    check(source, "cuda-emulated")
-
-
-#: The GPU's 300 generated kernels come in shards, so that a machine's cores compile them
-#: side by side (``-n``, ``--dist load``); each shard runs its own share, counted in the shard.
-GPU_SHARDS = 12
-
-
-@pytest.mark.parametrize("shard", range(GPU_SHARDS))
-@pytest.mark.gpu
-@pytest.mark.skipif(CUDA_MISSING is not None, reason=f"no CUDA GPU here: {CUDA_MISSING}")
-def test_generated_kernels_on_the_gpu(shard):
-    share = -(-300 // GPU_SHARDS)
-    compared = []
-
-    @hypothesis.seed(shard)
-    @settings(max_examples=share + 5, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(typed_kernels())
-    def run(source):
-        compared.append(check_generated(source, "cuda"))
-
-    run()
-    assert sum(compared) >= share, (shard, len(compared), sum(compared))
-
-
-def test_at_least_300_each():
-    """The generated kernels ran (not skipped, not all refused) at least 300 times each."""
-    if COUNT["cuda-emulated"] < 300:
-        test_generated_kernels_in_emulated_cuda()
-    assert COUNT["cuda-emulated"] >= 300, COUNT
-    if OPENCL_MISSING is None:
-        if COUNT["opencl"] < 300:
-            test_generated_kernels_in_opencl()
-        assert COUNT["opencl"] >= 300, COUNT
-
+# -- random affine nests (the generated kernels: ``test_device_generated``) ---------------------
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("wrapped", [False, True], ids=["plain", "wrapped"])

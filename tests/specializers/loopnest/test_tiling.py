@@ -18,6 +18,8 @@ from specializers.loopnest.schedule.tree import STile
 
 from .helpers import close, random_kernel
 
+pytestmark = pytest.mark.slow   # the suite starts it first (about two and a half minutes here)
+
 
 class Gemm(LoopKernel):
     def kernel(self, A, B, C, n):

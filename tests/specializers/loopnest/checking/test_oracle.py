@@ -17,6 +17,8 @@ from specializers.loopnest.pipeline import NestAnalysis, analyse_kernel
 
 from ..helpers import identical
 
+pytestmark = pytest.mark.slow   # the suite starts it first (about two minutes here)
+
 SEEDS = 1000
 CHUNK = 100
 
