@@ -113,14 +113,15 @@ def _scripted(times):
     return call, asked
 
 
-@pytest.mark.parametrize("acm, expect_again", [
-    ([1.6, 1.7, 1.6, 1.0, 1.0, 1.0], True),     # unlucky rounds, then its usual time
-    ([1.6, 1.7, 1.6, 1.6, 1.6, 1.6], True),     # truly slower: it stays so
-    ([1.0, 1.02, 1.1], False)])                 # within THRESHOLD: not timed again
-def test_a_doubtful_point_is_timed_again_for_every_contender(acm, expect_again):
+@pytest.mark.parametrize("acm, expect_again, rounds", [
+    ([1.6, 1.7, 1.6, 1.0, 1.0, 1.0], True, 6),     # unlucky rounds, then its usual time
+    ([1.6, 1.7, 1.6, 1.6, 1.6, 1.6], True, 12),    # truly slower: it stays so, above 1.5
+    ([1.0, 1.02, 1.1], False, 3)])                 # within THRESHOLD: not timed again
+def test_a_doubtful_point_is_timed_again_for_every_contender(acm, expect_again, rounds):
     """A point whose model's penalty is above THRESHOLD after its rounds is timed as many
     rounds again, every contender still in them (the oracle too: its time may fall as well),
-    and judged on all of them; what the first rounds gave is kept and shown."""
+    and judged on all of them; what the first rounds gave is kept and shown. Where it is then
+    still above TARGET_MAX, it is timed once more, as many rounds again as it has had."""
     times = {"c": [1.0, 1.0, 1.0, 0.9], "openmp@2": [5.0], "python": [1.2],
              DEFAULT: acm, RULE: [1.0]}
     point = Point("x", 1)
@@ -136,18 +137,26 @@ def test_a_doubtful_point_is_timed_again_for_every_contender(acm, expect_again):
     assert point.recheck["rounds"] == 3
     assert point.recheck["penalty"][DEFAULT] == pytest.approx(1.6)
     assert point.recheck["penalty"][RULE] == pytest.approx(1.0)
-    # every contender still in the rounds ran three more; OpenMP, pruned after the first
-    # round (five times the fastest), did not come back
-    assert [asked.count(n) for n in ("python", "c", DEFAULT, RULE)] == [6, 6, 6, 6]
+    # every contender still in the rounds ran three more (and six more again where still
+    # above 1.5); OpenMP, pruned after the first round (five times the fastest), did not
+    # come back
+    assert [asked.count(n) for n in ("python", "c", DEFAULT, RULE)] == [rounds] * 4
     assert asked.count("openmp@2") == 1
-    assert point.rounds[DEFAULT] == 6 and point.times["c"] == 0.9   # the oracle's fell too
+    assert point.rounds[DEFAULT] == rounds and point.times["c"] == 0.9   # the oracle's fell
     assert point.pooled_penalty(DEFAULT) == pytest.approx(min(acm) / 0.9)
-    # paired with serial C round by round (its 1.0 three times, then 0.9): the median of six
+    # paired with serial C round by round (its 1.0 three times, then 0.9): the median
+    acm_rounds = acm + [acm[-1]] * (rounds - len(acm))
     assert point.penalty(DEFAULT) == pytest.approx(
-        float(np.median([a / c for a, c in zip(acm, [1.0] * 3 + [0.9] * 3)])))
-    assert sum(point.choices[DEFAULT].values()) == 6     # each call counted once
+        float(np.median([a / c for a, c in zip(acm_rounds, [1.0] * 3 + [0.9] * 9)])))
+    assert sum(point.choices[DEFAULT].values()) == rounds     # each call counted once
     row = bench_selection._row(point)
-    assert row.endswith("(timed again: 1.60 after 3 rounds)")
+    if rounds == 6:
+        assert "again" not in point.recheck
+        assert row.endswith("(timed again: 1.60 after 3 rounds)")
+    else:
+        after_six = float(np.median([a / c for a, c in zip(acm, [1.0] * 3 + [0.9] * 3)]))
+        assert point.recheck["again"] == {"rounds": 6, "penalty": pytest.approx(after_six)}
+        assert row.endswith("(timed again: 1.60 after 3 rounds; once more: 1.74 after 6)")  # (above 1.5)
     modes = [Mode("warm", [point], (0,) * 3, (0,) * 3)]
     assert bench_selection.recheck_line(modes) == (
         "ACM before doubtful points were timed again: warm 1.60/1.60 (1 timed again), "

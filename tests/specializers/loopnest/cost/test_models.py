@@ -493,7 +493,8 @@ def test_an_accumulation_along_the_innermost_loop_is_a_chain(n):
     ints = profile_of(MatVec(backend="python", strict=True), (A * 10).astype(np.int64),
                       (x * 10).astype(np.int64), np.zeros(n, dtype=np.int64))
     assert carried(ints) == [(0, 0)]
-    product = profile_of(InnerProduct(backend="python", strict=True), A, A.copy(), A.copy())
+    product = profile_of(InnerProduct(backend="c" if n > 100 else "python", strict=True),
+                         A, A.copy(), A.copy())   # (n**3 iterations: 20 s as Python at 300)
     assert carried(product) == [(0, 0)]
 
 
