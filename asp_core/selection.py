@@ -182,6 +182,10 @@ class Estimate:
     size_class: int = 0             # calls of one size class share a correction
     fixed_s: float = 0.0            # cost outside the measured part (never corrected)
     kin: tuple[str, ...] = ()       # variants whose correction it borrows before its own
+    #: ...and variants whose correction it borrows only where they ran faster than predicted:
+    #: their time has costs its own has not (a team of threads beside other processes), so
+    #: their slowness says little of it, while their speed (the code vectorized) likely holds
+    kin_faster: tuple[str, ...] = ()
     #: The least and the most ``seconds`` may be where the model cannot tell (a branch taken
     #: always or never), ``seconds`` being its best guess; None: as sure as any estimate.
     spread: tuple[float, float] | None = None
@@ -255,15 +259,20 @@ class Selector:
 
     # -- corrections ---------------------------------------------------------------------------
 
-    def factor(self, label: str, size_class: int, kin: tuple[str, ...] = ()) -> float:
+    def factor(self, label: str, size_class: int, kin: tuple[str, ...] = (),
+               kin_faster: tuple[str, ...] = ()) -> float:
         """How much slower than predicted ``label`` ran (1.0 without measurements). A size
         class without measurements of its own borrows the nearest one's; a variant never
         measured borrows a kin's (OpenMP's compute is serial C's, shared: whatever made one
         slower or faster than predicted, such as vectorization, most likely holds for both), up
         to a factor ``KIN_LIMIT`` either way: beyond that the kin's surprise is its own (an
         OpenMP team waking for a call of microseconds), and a variant never measured that
-        borrowed it whole would never be tried."""
-        for name in (label, *kin):
+        borrowed it whole would never be tried. From a ``kin_faster`` only a factor below 1:
+        serial C does not borrow OpenMP's slowness (beside two spinning processes, vadd's
+        OpenMP on 4 million elements ran 2.4 times its prediction, 11 ms; serial C, never
+        measured, borrowed it, was priced at 16.6 ms for its 6, and ran only after seven
+        calls, at its first probe)."""
+        for name in (label, *kin, *kin_faster):
             found = self._corrections.get((name, size_class))
             if found is None or not found.samples:
                 near = [(abs(c - size_class), k) for (l, c), k in self._corrections.items()
@@ -273,12 +282,14 @@ class Selector:
                 found = min(near, key=lambda item: item[0])[1]
             if name == label:
                 return math.exp(found.log_ratio)
-            return math.exp(min(max(found.log_ratio, -KIN_LOG_LIMIT), KIN_LOG_LIMIT))
+            ceiling = KIN_LOG_LIMIT if name in kin else 0.0
+            return math.exp(min(max(found.log_ratio, -KIN_LOG_LIMIT), ceiling))
         return 1.0
 
     def corrected(self, estimate: Estimate) -> float:
         return estimate.seconds * self.factor(estimate.label, estimate.size_class,
-                                              estimate.kin) + estimate.fixed_s
+                                              estimate.kin, estimate.kin_faster) + \
+            estimate.fixed_s
 
     def measured(self, label: str, size_class: int) -> bool:
         found = self._corrections.get((label, size_class))

@@ -190,7 +190,7 @@ def choice_text(runner) -> list[str]:
     for e in decision.estimates:
         mark = "->" if e.label == runner.last_estimate.label else "  "
         terms = ", ".join(f"{k} {_s(v)}" for k, v in e.terms.items() if v)
-        factor = selector.factor(e.label, e.size_class, e.kin)
+        factor = selector.factor(e.label, e.size_class, e.kin, e.kin_faster)
         seen = selector.measurements(e.label)
         build = f", build {_s(e.build_s)} first" if e.build_s else ""
         fixed = f" + {_s(e.fixed_s)} fixed" if e.fixed_s else ""

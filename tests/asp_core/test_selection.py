@@ -465,6 +465,31 @@ def test_a_variant_never_measured_borrows_a_kins_correction_within_a_limit():
     assert s.choose((omp, c)).label == "c"   # c is tried, and measured, not ruled out
 
 
+def test_a_faster_kin_lends_its_speed_not_its_slowness():
+    """Serial C borrows OpenMP's correction only where OpenMP ran faster than predicted
+    (``kin_faster``): beside other processes a team runs slower than its prediction for
+    reasons serial code does not share. (vadd on 4 million elements beside two spinners:
+    OpenMP 2.4 times its prediction; serial C, borrowing that, was priced above it and kept
+    off for seven calls of twice its time.)"""
+    omp = Estimate("omp", 10e-3, {}, kin=("c",))
+    c = Estimate("c", 15e-3, {}, kin_faster=("omp",))
+    slow = Selector()
+    for _ in range(3):
+        slow.observe(omp, 24e-3)
+    assert slow.factor("omp", 0) > 1.5
+    assert slow.factor("c", 0, c.kin, c.kin_faster) == 1.0
+    assert slow.choose((omp, c)).label == "c"        # tried at once, on its own prediction
+    fast = Selector()
+    for _ in range(3):
+        fast.observe(omp, 5e-3)                       # twice as fast: its code, most likely
+    assert fast.factor("c", 0, c.kin, c.kin_faster) == pytest.approx(0.5)
+    # OpenMP, never measured, still borrows serial C's either way
+    c_slow = Selector()
+    for _ in range(3):
+        c_slow.observe(c, 30e-3)
+    assert c_slow.factor("omp", 0, omp.kin) == pytest.approx(2.0)
+
+
 @pytest.mark.parametrize("switch_s", [0.0, 43e-6])
 def test_a_probe_pays_for_its_switch_too(switch_s):
     """c takes 2 us a call; omp 4 us warm, but its first call after another variant ran wakes

@@ -132,10 +132,15 @@ class NestEstimator:
             labels += [openmp_label(threads) for threads in range(2, cores + 1)]
         for label in labels:
             kind, threads = parse_label(label)
-            kin = tuple(other for other in reversed(labels) if other != label)
+            # An OpenMP variant borrows serial C's correction and the other teams' (its
+            # compute is theirs); serial C only where they ran faster (``Estimate.kin_faster``:
+            # a team's slowness is often its threads', beside other processes).
+            others = tuple(other for other in reversed(labels) if other != label)
+            kin, faster = ((), others) if kind == "c" else (others, ())
             seconds, terms = models.c_cost(profile, m, 1, cores, busy) if kind == "c" else \
                 models.openmp_cost(profile, m, threads, cores, busy)
             out.append(Estimate(label, seconds, terms, cost_to_build(label), size, kin=kin,
+                                kin_faster=faster,
                                 switch_s=0.0 if kind == "c" else m.omp_wake_ns * 1e-9))
         if self._device_profile_of is not None:
             for backend in device_calibrate.offered():
