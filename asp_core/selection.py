@@ -16,8 +16,8 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   within ``PROBE_FAR``, so that a variant slowed by a passing load is found again): a bounded
   cost, under 1/``PROBE_EVERY`` of the calls (ever less), each at most that many times slower.
   A measurement far from its correction starts the schedule again. A probe is also paid for
-  in time: its predicted extra time (the runner-up's corrected time less the choice's, twice
-  for a probe of two calls) may be at most ``PROBE_SHARE`` of the time the calls since the
+  in time: its predicted extra time (the runner-up's corrected time less the choice's, for
+  each of a probe's calls) may be at most ``PROBE_SHARE`` of the time the calls since the
   last probe took; a due probe that costs more waits until the calls have paid for it. So
   re-probing costs at most a tenth of the time as well as a few of the calls: a series of five
   calls of half a second each, where the runner-up was predicted at twice that, ran one of them
@@ -44,11 +44,15 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
 * **Switching.** The first call of a variant after another one ran is not its usual call: the
   other's data sit in the caches, an OpenMP team slept while serial code ran (waking it costs
   tens of microseconds). So a call predicted under ``WARMUP_S`` that switches variants is not
-  measured, and a probe of such a variant runs two calls in a row, the second measured: a
-  variant is judged by what it costs once chosen. (Were its calls in fact spaced out, each
-  paying the wake-up, the calls that chose it measure that, and the choice moves back.) The
-  switch's own cost, where the model knows it (``Estimate.switch_s``), counts in a probe's
-  cost.
+  measured, and a probe of such a variant runs ``PROBE_CALLS`` calls in a row, the last
+  measured: a variant is judged by what it costs once chosen. Its second call is not that
+  yet either: on the development VM, OpenMP's calls after a run of serial C's took 108, 21,
+  12.5 and then 11.5 to 12 us on hilbert at 64 x 64 (11.4 called on and on), 218, 68, 49,
+  then 46 to 47 on conv2d at 128 x 128 (48); a probe that measured its second call found
+  OpenMP at 9 us against serial C's 8 where it ran in 7.3 against 9.1, and serial C kept the
+  choice. (Were its calls in fact spaced out, each paying the wake-up, the calls that chose
+  it measure that, and the choice moves back.) The switch's own cost, where the model knows
+  it (``Estimate.switch_s``), counts in a probe's cost.
 * **Idle gaps.** A call after the nest sat idle (no timed call of it for ``IDLE_S``) pays for
   waking the machine: an OpenMP team's threads gone to sleep, on a virtual machine an idle
   vCPU the host took back (500 to 800 us on this project's VM, for OpenMP calls of 35 us). Where
@@ -162,8 +166,9 @@ COLD_SAMPLES = 4
 #: A correction moving by more than this (in log) lets the choice be made again.
 EPOCH_STEP = 0.25
 #: A call predicted under this that switches variants is not measured; a probe of such a
-#: variant runs twice in a row (see "Switching" above).
+#: variant runs PROBE_CALLS calls in a row, the last measured (see "Switching" above).
 WARMUP_S = 1e-3
+PROBE_CALLS = 3
 #: A timed call this long after the last one ended comes after an idle gap (see "Idle gaps").
 #: Timed calls of a stable choice are about 0.16 ms of calls apart at most (one in
 #: ``asp_core.specializer._timing_period``: timing costs 1% of their time), so a gap this long
@@ -245,10 +250,12 @@ class Selector:
         self._reach = NEAR   # how far the last choice's runners-up were (to probe them)
         self.pinned: str | None = None   # a variant chosen whatever the estimates (pin())
         self._previous: str | None = None    # the label of the last decision
-        self._unmeasured: str | None = None  # a switch call of this label is not measured
+        #: (label, calls): the next calls of this label are not measured (a switch, a probe)
+        self._unmeasured: tuple[str, int] | None = None
         self._idle = False   # the last timed call came after an idle gap ("Idle gaps")
         self._gap = False    # ...and the one ``observe`` is told of next (``after_gap``)
-        self._repeat: tuple | None = None    # (estimates, decision): a probe's second call
+        #: (estimates, decision, calls): a probe's next calls (see "Switching")
+        self._repeat: tuple | None = None
         self._confirm: str | None = None     # a variant whose last probe ran faster than
         # thought: the next due probe runs it, however far it is (see "Recovery")
         self._spent = 0.0       # predicted seconds of the calls since the last probe
@@ -323,8 +330,10 @@ class Selector:
         woke = False
         if not report:   # (a settlement's report is no call: the calls' pattern stays)
             woke, self._idle = idle and not self._idle, idle
-        if not report and self._unmeasured is not None and estimate.label == self._unmeasured:
-            self._unmeasured = None   # a switch call (see "Switching" in the module)
+        if not report and self._unmeasured is not None and \
+                estimate.label == self._unmeasured[0]:
+            left = self._unmeasured[1] - 1   # a switch call (see "Switching" in the module)
+            self._unmeasured = (estimate.label, left) if left else None
             return False
         key = (estimate.label, estimate.size_class)
         entry = self._corrections.get(key)
@@ -471,16 +480,19 @@ class Selector:
         estimate = decision.estimate
         if estimate is not None and not decision.build_now and \
                 self.corrected(estimate) < WARMUP_S:
-            self._unmeasured = decision.label
+            # (a switch call is not measured; a probe's calls but its last are not)
+            self._unmeasured = (decision.label, PROBE_CALLS - 1 if decision.probe else 1)
             if decision.probe:
-                self._repeat = (estimates, decision)
+                self._repeat = (estimates, decision, PROBE_CALLS - 1)
 
     def _choose(self, estimates: Sequence[Estimate], can_wait: bool,
                 background: bool) -> Decision:
         repeat, self._repeat = self._repeat, None
         self._renting = None
         if repeat is not None and repeat[0] is estimates:
-            return repeat[1]   # a probe's second call (see "Switching")
+            if repeat[2] > 1:
+                self._repeat = (estimates, repeat[1], repeat[2] - 1)
+            return repeat[1]   # a probe's next call (see "Switching")
         times = {e.label: self.corrected(e) for e in estimates}
         if self.pinned is not None:
             pinned = next(e for e in estimates if e.label == self.pinned)
@@ -592,13 +604,14 @@ class Selector:
 
     def _probe_cost(self, runner_up: Estimate, times: dict[str, float], best: float) -> float:
         """What a probe of ``runner_up`` is predicted to cost beyond running the choice
-        (``best`` seconds a call): the difference, twice where the probe runs two calls (a
-        switch call under ``WARMUP_S`` is not measured: "Switching" in the module), and what
+        (``best`` seconds a call): the difference, ``PROBE_CALLS`` times where the probe
+        runs that many (under ``WARMUP_S``: "Switching" in the module), and what
         its first call pays for the switch. (Without that, a kernel of 2 us whose choice the
         noise kept surprising probed OpenMP every 16 calls, each probe waking a team for tens
         of microseconds: its calls took three times serial C's.)"""
         extra = max(0.0, times[runner_up.label] - best)
-        return (2 * extra if times[runner_up.label] < WARMUP_S else extra) + runner_up.switch_s
+        return (PROBE_CALLS * extra if times[runner_up.label] < WARMUP_S else extra) + \
+            runner_up.switch_s
 
     def _reach_of(self, estimate: Estimate, times: dict[str, float], best: float) -> int:
         """Whether a re-probe of the choice (``best`` seconds) may run ``estimate``'s variant
