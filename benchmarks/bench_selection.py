@@ -820,12 +820,12 @@ def _row(p: Point) -> str:
                                                    else "")
         time_s = (">" if who in p.timed_out else "") + _s(p.chosen_s[who])
         parts.append(f"{label:18s}{time_s:>10s} {p.penalty(who):7.2f}")
-    again = (f"  (timed again: {p.recheck['penalty'][DEFAULT]:.2f} after "
-             f"{p.recheck['rounds']} rounds" if p.recheck else "")
+    notes = [f"timed again: {p.recheck['penalty'][DEFAULT]:.2f} after "
+             f"{p.recheck['rounds']} rounds"] if p.recheck else []
     if "again" in p.recheck:
-        again += (f"; once more: {p.recheck['again']['penalty']:.2f} after "
-                  f"{p.recheck['again']['rounds']}")
-    again += ")" if again else ""
+        notes.append(f"once more: {p.recheck['again']['penalty']:.2f} after "
+                     f"{p.recheck['again']['rounds']}")
+    again = f"  ({'; '.join(notes)})" if notes else ""
     return f"   {p.example:14s}{p.n:9d}{cells}  | {parts[0]} | {parts[1]}{again}"
 
 
