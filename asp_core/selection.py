@@ -41,6 +41,29 @@ to build the variant first where it is not built yet). ``Selector`` owns the cho
   now 66 to 505, and the 6000 calls take 26% less time. Where a lasting load makes OpenMP
   fast in 30 to 80% of its calls and ten times slower in the rest, slower than serial C on
   average, the time is what it was, within 1%.)
+* **Sampling.** Once a correction rests on ``SETTLED`` measurements, the choice's warm calls
+  are sampled one in ``SAMPLE``, picked by their count, not by their time: an odd call (a
+  factor ``SURPRISE`` from the correction) between the samples is held, and counts only where
+  the next timed call confirms it; one that falls on a sample moves the correction by
+  ``SETTLED_STEP`` at most. Before, odd calls counted whole while the usual ones were sampled:
+  on this project's VM OpenMP's calls stall now and then (hilbert at 512 x 512: 0.9 to 1.1 ms
+  among calls of 0.2), the stalls weighed four times as often as they came, each moved the
+  correction by ``MAX_STEP``, and a correction held up that way ran serial C for whole rounds
+  of the selection benchmark (hilbert at 1024: 1.53 ms a call where OpenMP took 0.80). Two
+  surprises of the choice in a row end the dispatcher's fast path and move its correction
+  freely, but do not bring the runner-up's next probe forward: the choice moves when its
+  correction passes the runner-up's (and the probing starts over from the new choice), while
+  a noisy choice, slow twice in a row every few dozen calls, had its runner-up probed every
+  ``PROBE_EVERY`` calls. The choice is made again once a correction drifted by
+  ``EPOCH_STEP`` since it last let it be (steps each under it had kept a choice that their
+  sum put behind the runner-up), and after every probe's measurement. (``bench_selector_noise``,
+  the selector alone on simulated series: geomean of its 37 series 1.035 -> 1.011, the three
+  of OpenMP stalling in one call of 5 to 8 1.21, 1.17, 1.13 -> 1.10, 1.09, 1.08; worse only
+  where OpenMP is fast in 60 or 80% of its calls and ten times slower in the rest, slower
+  than serial C on average, 1.017 and 1.049 -> 1.034 and 1.079: a moving mean of logs weighs
+  such a variant nearer its median than its mean. The selection benchmark's warm mode on
+  hilbert, jacobi and gemver, two pairs alternating: 1.067 / 1.46 and 1.039 / 1.58 before,
+  1.041 / 1.17 and 1.050 / 1.25 after, geomean / max.)
 * **Switching.** The first call of a variant after another one ran is not its usual call: the
   other's data sit in the caches, an OpenMP team slept while serial code ran (waking it costs
   tens of microseconds). So a call predicted under ``WARMUP_S`` that switches variants is not
@@ -157,13 +180,15 @@ NEAR, FAR, NONE = range(3)
 NEVER = 1 << 62
 #: The most one measurement moves a correction (in log: a factor of e**0.5 = 1.65).
 MAX_STEP = 0.5
-#: A correction resting on SETTLED measurements is updated by one call in SAMPLE.
+#: A correction resting on SETTLED measurements is updated by one call in SAMPLE, and one odd
+#: call of the choice moves it by SETTLED_STEP at most (see "Sampling").
 SETTLED, SAMPLE = 16, 4
+SETTLED_STEP = 0.25
 #: A correction's first measurements after its first one (fewer than COLD_SAMPLES in all) come
 #: from a variant still running cold: one lower than the correction moves it all the way, one
 #: higher by MAX_STEP at most (see "Cold calls" above).
 COLD_SAMPLES = 4
-#: A correction moving by more than this (in log) lets the choice be made again.
+#: A correction drifting by more than this (in log) since it last did lets the choice be made again.
 EPOCH_STEP = 0.25
 #: A call predicted under this that switches variants is not measured; a probe of such a
 #: variant runs PROBE_CALLS calls in a row, the last measured (see "Switching" above).
@@ -228,6 +253,7 @@ class _Correction:
     samples: int = 0
     skipped: int = 0
     last: float = 0.0     # the last measurement's surprise (0: none)
+    anchor: float = 0.0   # log_ratio when it last let the choice be made again
 
 
 class Selector:
@@ -314,9 +340,10 @@ class Selector:
         direction): the dispatcher then stops skipping the choice, and re-probing starts over
         at ``PROBE_EVERY``. One odd call (a page fault, a preemption) moves a correction by
         ``MAX_STEP`` at most and changes nothing else; two surprises in a row in one direction
-        move it freely. Once a correction rests on ``SETTLED`` measurements, unsurprising
-        calls of the choice update it one in ``SAMPLE`` (warm calls stay cheap; a probe of
-        another variant counts whole: "Recovery" in the module). ``report``: a time reported
+        move it freely. Once a correction rests on ``SETTLED`` measurements, calls of the
+        choice update it one in ``SAMPLE``, by their count (an odd call between is held
+        until the next confirms it: "Sampling" in the module; warm calls stay cheap; a probe
+        of another variant counts whole: "Recovery"). ``report``: a time reported
         apart from a call of the variant (a settlement's, ``specializers.loopnest.settled``:
         the median of many calls), which counts whole: neither the switch-call rule nor the
         sampling of a settled correction drops it (they dropped three reports in four where
@@ -347,14 +374,18 @@ class Selector:
             return False   # the first call of a burst: waking the machine (see "Idle gaps")
         surprised = entry.samples > 0 and abs(surprise) > SURPRISE
         chosen = estimate.label == self._last_choice
-        if not surprised and entry.samples >= SETTLED and not report and chosen:
+        if entry.samples >= SETTLED and not report and chosen:
             # (a probe of another variant, rare, counts whole: a confirmation dropped here
-            # left OpenMP unchosen for a thousand calls more)
+            # left OpenMP unchosen for a thousand calls more). Which calls count is decided
+            # by their count, not their time: an odd call between the samples is held, and
+            # counts only where the next timed call confirms it (see "Sampling").
             entry.skipped += 1
-            if entry.skipped < SAMPLE:
-                entry.last = 0.0
+            sampled = entry.skipped >= SAMPLE
+            if sampled:
+                entry.skipped = 0
+            elif not (surprised and entry.last * surprise > 0):
+                entry.last = surprise if surprised else 0.0
                 return False
-            entry.skipped = 0
         step = surprise if not entry.samples else ALPHA * surprise
         if 0 < entry.samples < COLD_SAMPLES and not report:   # (see "Cold calls")
             step = surprise if surprise < 0 else min(step, MAX_STEP)
@@ -364,18 +395,21 @@ class Selector:
             confirmed = entry.last * surprise > 0
             entry.last = surprise
             if confirmed and (chosen or surprise < 0):
-                # things changed (the choice is off, or another variant is faster than
-                # thought): look again soon. A probed variant slower than thought only
-                # corrects its own prediction: looking again soon would pay that again.
-                self._period = PROBE_EVERY
-                self._next_probe = min(self._next_probe, self._calls + PROBE_EVERY)
-                if surprise < 0 and not chosen:   # twice faster than thought: time only
-                    step = surprise               # adds (see "Recovery")
+                if not chosen:   # another variant twice faster than thought: look again
+                    # soon, and move all the way (time only adds: see "Recovery")
+                    self._period = PROBE_EVERY
+                    self._next_probe = min(self._next_probe, self._calls + PROBE_EVERY)
+                    step = surprise
+                # (the choice is off: it is made again now, the dispatcher ending its fast
+                # path, but the runner-up is not probed sooner: the choice moves when its
+                # correction passes the runner-up's, and its slow spells on a busy machine
+                # had probes of a slower runner-up every few calls: see "Sampling")
                 if self._confirm == estimate.label:
                     self._confirm = None
             else:   # one odd call: a bounded step, and the choice goes on (a warm call of
                 # a few microseconds is often twice as long on a busy machine)
-                step = min(max(step, -MAX_STEP), MAX_STEP)
+                bound = SETTLED_STEP if entry.samples >= SETTLED and chosen else MAX_STEP
+                step = min(max(step, -bound), bound)
                 surprised = False
                 if surprise < 0 and not chosen:   # a probe faster than thought: confirm
                     # it at the next due point, not after a doubled period (see "Recovery")
@@ -387,7 +421,11 @@ class Selector:
                 step = min(max(step, -MAX_STEP), MAX_STEP)
         entry.log_ratio += step
         entry.samples += 1
-        if abs(step) > EPOCH_STEP:
+        if abs(entry.log_ratio - entry.anchor) > EPOCH_STEP or not chosen:
+            # (by the drift, not the step: several small steps had put the runner-up ahead
+            # while the memo kept the choice; a probe's measurement decides again whatever
+            # its step)
+            entry.anchor = entry.log_ratio
             self._epoch += 1
         return surprised
 
@@ -496,6 +534,7 @@ class Selector:
         times = {e.label: self.corrected(e) for e in estimates}
         if self.pinned is not None:
             pinned = next(e for e in estimates if e.label == self.pinned)
+            self._last_choice = pinned.label   # (its calls are the choice's: sampled alike)
             decision = Decision(pinned.label, pinned.build_s > 0, None, f"{pinned.label} "
                                 "(pinned)", tuple(estimates), times, stable=True)
             self._memo = (estimates, self._epoch, decision)

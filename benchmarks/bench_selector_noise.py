@@ -46,6 +46,15 @@ on this machine, and were not kept (2026-11-28, at 1dc0d5b and 41e105c, against 
   a tail also takes in the wake-ups that the choice's own switches cause, and a variant
   probed after serial code pays one each time.
 
+Kept (2026-11-29, against 2e48ac0): a settled choice's calls sampled by their count, an odd
+one between the samples held until the next confirms it, one on a sample moving the correction
+by ``SETTLED_STEP`` at most, a confirmed slowdown of the choice no longer bringing the next probe
+forward, the choice made again by a correction's drift and after every probe (``Sampling`` in
+``asp_core.selection``): 1.035 -> 1.011 over the 37 series, the stall series 1.21 -> 1.10;
+in ``bench_recovery`` (two pairs alternating) the mean call during the load 3.23 and 3.22 ms
+summed over the nine runs before, 3.14 and 3.18 after, and after the load 2.99 summed over
+both pairs either way.
+
     python -m benchmarks.bench_selector_noise [--against REV] [--seeds N]
 """
 

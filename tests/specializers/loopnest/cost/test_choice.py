@@ -109,6 +109,11 @@ def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
 
     monkeypatch.setattr(specializer, "time", types.SimpleNamespace(
         perf_counter=perf_counter, monotonic=time.monotonic, sleep=time.sleep))
+    # What timing a call costs is measured once per process (1 to 2.5 us on the development
+    # VM, more beside a background compile): one call in 32 or 64 of this one of a few
+    # microseconds was timed, and 80 calls held two or three timed ones, too few to leave the
+    # variant in half the runs of this test alone. Priced at its floor, one in 16.
+    monkeypatch.setattr(specializer, "timing_cost", lambda: specializer.TIMING_COST_S)
 
     def slow(*args):
         clock[0] += 0.05
@@ -122,11 +127,15 @@ def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
     # (re-probed now and then: a probe of a variant predicted under a millisecond is two calls)
     assert labels[-10:].count(first) <= 4, labels
     # A stable choice's warm calls are timed one in ``_timing_period`` of them (a call of a
-    # few microseconds: one in 16, so that timing costs 1% of its time); the first slow call
-    # timed moves the correction by MAX_STEP, and may leave the variant or not (the runner-up
-    # may be predicted more than that factor slower), the second does: two periods at most.
+    # few microseconds: one in 16, so that timing costs 1% of its time). The first slow call
+    # timed comes 0.75 s of slow calls after the last timed one, an idle gap by the clock:
+    # not measured ("Idle gaps" in ``selection``); the next ones move the correction by
+    # MAX_STEP each while it rests on few measurements ("Cold calls"), or, settled, the first
+    # of them is held and the next confirms it ("Sampling"): three periods at most. (Two,
+    # as this said before, failed with the old rules too once the period was 16 here: 38 to
+    # 56 calls; with one call in 32 or 64 timed, the bound was more than the 80 calls.)
     period = specializer._timing_period(estimate.seconds)
-    assert labels.count(first) <= 2 * period + 2, (period, labels)
+    assert labels.count(first) <= 3 * period + 2, (period, labels)
     size_class = runner.last_estimate.size_class
     # One slow call moves the correction by MAX_STEP only (an odd call must not swing the
     # model), which is enough to leave the variant; whether a re-probe came within the 80
@@ -135,7 +144,8 @@ def test_a_variant_slower_than_predicted_is_left(params, monkeypatch):
     # Slow calls in a row move it freely: run it again (pinned), and the model knows.
     runner.selector.pin(label)
     runner._fast = None
-    run(kernel, 2 * period + 4)   # (a switch call is not measured, then one in a period)
+    run(kernel, 3 * period + 4)   # (a switch call is not measured, then one in a period:
+    # after a gap, odd, confirmed)
     assert runner.selector.factor(label, size_class) > 10
 
 
