@@ -285,6 +285,18 @@ class Specializer:
         self._ended = ended
         self.observed(estimate, ended - started, variant)
 
+    def ran_elsewhere(self, calls: int) -> None:
+        """``calls`` calls of this function ran another way, without the dispatcher (a
+        settled kernel's original method: ``specializers.loopnest.settled``). They count for
+        the selector (``Selector.skipped``: the re-probing schedule, a renting choice's
+        losses), and the fast path ends, so that the next call chooses again: its count of
+        calls left did not see them. (A renting choice's path, thousands of calls long, went
+        on after each settlement: fbcorr on 4 x 4 images, its serial C not built, settled and
+        ran its original code at 1.5 times serial C's time while the losses counted against
+        that build were eight times its 30 ms.)"""
+        self._end_fast()
+        self.selector.skipped(calls)
+
     def _end_fast(self) -> None:
         """End the fast path: the next call chooses again."""
         self._count_fast(self._fast)

@@ -206,7 +206,7 @@ class Settled:
         (``settled_call_ns``, which ``judge`` adds again), shared out as predicted, corrects
         the nests' original code."""
         for runner in runners:
-            runner.selector.skipped(self.ran)
+            runner.ran_elsewhere(self.ran)
         nests = seconds - machine().settled_call_ns * 1e-9
         if nests > 0:
             for runner, estimate, share in self.shares:

@@ -126,6 +126,30 @@ def test_a_compiled_variant_not_built_does_not_keep_a_tiny_kernel_from_settling(
     assert decision.corrected["c"] < decision.corrected["original"]
 
 
+def test_settled_calls_count_towards_building_the_variant_not_built(params):
+    """A settled kernel's calls count for its nests' renting choices (the time lost without
+    serial C adds up in them as in dispatched calls), and the next dispatched call chooses
+    again, so that serial C is built once the losses reach its build. (The renting choice's
+    fast path counted only dispatched calls, one or two per settlement: fbcorr on 4 x 4
+    images settled for good on its original code at 1.5 times serial C's time, the losses
+    eight times the build.)"""
+    params(c_call_ns=100.0, dispatch_ns=1e5, compile_base_s=1e-3, compile_per_line_s=0.0,
+           compile_openmp_s=1.0, compile_first_s=0.0)
+    kernel = Add()
+    until_settled(kernel, 4)
+    runner = kernel._asp_current.runners[0]
+    decision = runner.last_decision
+    assert decision.renting and "c" in decision.reason
+    for _ in range(60):
+        call(kernel, 4, 50)
+        if "c" in runner.selector._building or \
+                any(key[1] == "c" for key in runner._variants.keys()):
+            break
+    else:
+        raise AssertionError(f"serial C never built: {runner.last_decision.reason}; "
+                             f"losses {runner.selector._losses}")
+
+
 def test_larger_data_asks_the_model_again(params):
     params()
     kernel = Add()
