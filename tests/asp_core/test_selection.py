@@ -70,8 +70,8 @@ def test_a_settled_choice_is_sampled_by_count_not_by_time():
     """A settled choice's calls are sampled one in ``SAMPLE``, chosen by their count: an odd
     call between the samples is held, not counted, so that stalls weigh as often as they
     come. (They were counted whole while the usual calls were sampled: OpenMP, 50 us a call
-    and 225 in one call in eight, was predicted at 2.4 times its usual time and lost the
-    choice to serial C, 100 us, in a third of the calls.)"""
+    and 225 in one call in eight, ended predicted at twice its usual time and lost the choice
+    to serial C, 100 us, in 56% of the calls; now in 0.7%.)"""
     s = Selector()
     estimates = (est("c", 100e-6), est("omp", 50e-6))
     labels = []
