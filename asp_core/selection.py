@@ -188,7 +188,8 @@ SETTLED_STEP = 0.25
 #: from a variant still running cold: one lower than the correction moves it all the way, one
 #: higher by MAX_STEP at most (see "Cold calls" above).
 COLD_SAMPLES = 4
-#: A correction drifting by more than this (in log) since it last did lets the choice be made again.
+#: A correction drifting by more than this (in log) since it last did lets the choice be made
+#: again.
 EPOCH_STEP = 0.25
 #: A call predicted under this that switches variants is not measured; a probe of such a
 #: variant runs PROBE_CALLS calls in a row, the last measured (see "Switching" above).
@@ -337,9 +338,10 @@ class Selector:
                 report: bool = False) -> bool:
         """A call of ``estimate.label`` took ``measured_s`` seconds. Returns whether it
         surprised the model (a factor ``SURPRISE`` from its correction, twice in a row in one
-        direction): the dispatcher then stops skipping the choice, and re-probing starts over
-        at ``PROBE_EVERY``. One odd call (a page fault, a preemption) moves a correction by
-        ``MAX_STEP`` at most and changes nothing else; two surprises in a row in one direction
+        direction): the dispatcher then stops skipping the choice (and, where the variant is
+        not the choice and ran faster, re-probing starts over at ``PROBE_EVERY``). One odd
+        call (a page fault, a preemption) moves a correction by ``MAX_STEP`` at most
+        (``SETTLED_STEP``, a settled choice's) and changes nothing else; two surprises in a row in one direction
         move it freely. Once a correction rests on ``SETTLED`` measurements, calls of the
         choice update it one in ``SAMPLE``, by their count (an odd call between is held
         until the next confirms it: "Sampling" in the module; warm calls stay cheap; a probe
