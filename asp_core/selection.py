@@ -341,18 +341,17 @@ class Selector:
         direction): the dispatcher then stops skipping the choice (and, where the variant is
         not the choice and ran faster, re-probing starts over at ``PROBE_EVERY``). One odd
         call (a page fault, a preemption) moves a correction by ``MAX_STEP`` at most
-        (``SETTLED_STEP``, a settled choice's) and changes nothing else; two surprises in a row in one direction
-        move it freely. Once a correction rests on ``SETTLED`` measurements, calls of the
-        choice update it one in ``SAMPLE``, by their count (an odd call between is held
-        until the next confirms it: "Sampling" in the module; warm calls stay cheap; a probe
-        of another variant counts whole: "Recovery"). ``report``: a time reported
-        apart from a call of the variant (a settlement's, ``specializers.loopnest.settled``:
-        the median of many calls), which counts whole: neither the switch-call rule nor the
-        sampling of a settled correction drops it (they dropped three reports in four where
-        the original code's correction rested on 16 measurements, and a settled kernel slower
-        than its correction went on being predicted at it). A call that came after an idle
-        gap (``after_gap``), where the timed call before it did not, is not measured if it
-        ran slower than its correction says ("Idle gaps" in the module)."""
+        (``SETTLED_STEP``, a settled choice's) and changes nothing else; two surprises in a row in
+        one direction move it freely. Once a correction rests on ``SETTLED`` measurements, calls of
+        the choice update it one in ``SAMPLE``, by their count (an odd call between is held until
+        the next confirms it: "Sampling" in the module; warm calls stay cheap; a probe of another
+        variant counts whole: "Recovery"). ``report``: a time reported apart from a call of the
+        variant (a settlement's, ``specializers.loopnest.settled``: the median of many calls),
+        which counts whole: neither the switch-call rule nor the sampling of a settled correction
+        drops it (they dropped three reports in four where the original code's correction rested on
+        16 measurements, and a settled kernel slower than its correction went on being predicted at
+        it). A call that came after an idle gap (``after_gap``), where the timed call before it did
+        not, is not measured if it ran slower than its correction says ("Idle gaps" in the module)."""
         idle, self._gap = self._gap, False
         if estimate.seconds <= 0 or measured_s <= 0:
             return False
