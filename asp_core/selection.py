@@ -351,7 +351,8 @@ class Selector:
         drops it (they dropped three reports in four where the original code's correction rested on
         16 measurements, and a settled kernel slower than its correction went on being predicted at
         it). A call that came after an idle gap (``after_gap``), where the timed call before it did
-        not, is not measured if it ran slower than its correction says ("Idle gaps" in the module)."""
+        not, is not measured if it ran slower than its correction says ("Idle gaps" in the
+        module)."""
         idle, self._gap = self._gap, False
         if estimate.seconds <= 0 or measured_s <= 0:
             return False
